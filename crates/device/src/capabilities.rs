@@ -1,0 +1,157 @@
+//! Which float dtypes a device can use, which are fast, and the mixed-precision dtype `auto` means.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::inventory::Inventory;
+use crate::select::Target;
+
+/// A compute precision for model math.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    F32,
+    F16,
+    Bf16,
+}
+
+impl Precision {
+    pub fn float_dtype(self) -> burn::tensor::FloatDType {
+        match self {
+            Self::F32 => burn::tensor::FloatDType::F32,
+            Self::F16 => burn::tensor::FloatDType::F16,
+            Self::Bf16 => burn::tensor::FloatDType::BF16,
+        }
+    }
+}
+
+impl fmt::Display for Precision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::F32 => "f32",
+            Self::F16 => "f16",
+            Self::Bf16 => "bf16",
+        })
+    }
+}
+
+impl FromStr for Precision {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "f32" | "fp32" | "float32" => Ok(Self::F32),
+            "f16" | "fp16" | "float16" | "half" => Ok(Self::F16),
+            "bf16" | "bfloat16" => Ok(Self::Bf16),
+            other => Err(format!("unknown precision `{other}`; expected f32, f16 or bf16")),
+        }
+    }
+}
+
+/// Support of one dtype on one device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DtypeSupport {
+    pub dtype: Precision,
+    /// Tensors of this dtype work for general arithmetic.
+    pub usable: bool,
+    /// Computing in it is faster than f32 here (tensor cores, native half ALUs).
+    pub fast: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capabilities {
+    pub dtypes: Vec<DtypeSupport>,
+    /// What `precision = "auto"` resolves to.
+    pub amp: Precision,
+    pub amp_reason: String,
+}
+
+impl Capabilities {
+    pub fn supports(&self, p: Precision) -> bool {
+        self.dtypes.iter().any(|d| d.dtype == p && d.usable)
+    }
+}
+
+fn caps(f16: (bool, bool), bf16: (bool, bool), amp: Precision, reason: String) -> Capabilities {
+    Capabilities {
+        dtypes: vec![
+            DtypeSupport { dtype: Precision::F32, usable: true, fast: true },
+            DtypeSupport { dtype: Precision::F16, usable: f16.0, fast: f16.1 },
+            DtypeSupport { dtype: Precision::Bf16, usable: bf16.0, fast: bf16.1 },
+        ],
+        amp,
+        amp_reason: reason,
+    }
+}
+
+/// Capabilities of `target`, from the probe results alone.
+pub fn capabilities(target: &Target, inv: &Inventory) -> Capabilities {
+    match target {
+        Target::Cuda { ordinal } => {
+            let cc = inv.cuda.gpus.iter().find(|g| g.ordinal == *ordinal).map(|g| g.compute_capability);
+            let (major, minor) = cc.unwrap_or((0, 0));
+            let v = format!("compute capability {major}.{minor}");
+            if major >= 8 {
+                caps((true, true), (true, true), Precision::Bf16, format!("{v} >= 8.0: bf16 tensor cores"))
+            } else if major == 7 {
+                caps((true, true), (false, false), Precision::F16, format!("{v}: f16 tensor cores, no native bf16"))
+            } else if (major, minor) >= (5, 3) {
+                caps(
+                    (true, false),
+                    (false, false),
+                    Precision::F32,
+                    format!("{v}: no tensor cores, f16 gives no speed-up"),
+                )
+            } else {
+                caps((false, false), (false, false), Precision::F32, format!("{v}: no half-precision arithmetic"))
+            }
+        }
+        Target::Wgpu { index, .. } => {
+            let a = inv.wgpu.adapters.iter().find(|a| a.index == *index);
+            let f16 = a.is_some_and(|a| a.shader_f16);
+            let software = a.is_none_or(|a| a.software);
+            if f16 && !software {
+                caps(
+                    (true, true),
+                    (false, false),
+                    Precision::F16,
+                    "adapter supports SHADER_F16; WGSL has no bf16".into(),
+                )
+            } else if f16 {
+                caps(
+                    (true, false),
+                    (false, false),
+                    Precision::F32,
+                    "software adapter: f16 is emulated, no speed-up".into(),
+                )
+            } else {
+                caps(
+                    (false, false),
+                    (false, false),
+                    Precision::F32,
+                    "adapter lacks SHADER_F16; WGSL has no bf16".into(),
+                )
+            }
+        }
+        Target::Cpu => caps(
+            (inv.cpu.supports_f16, false),
+            (inv.cpu.supports_bf16, false),
+            Precision::F32,
+            "CPU backend: f16/bf16 work but run slower than f32 (measured on Flex: bf16 train step ~2x slower)".into(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn precision_parses_and_prints() {
+        assert_eq!("BF16".parse::<Precision>().unwrap(), Precision::Bf16);
+        assert_eq!("half".parse::<Precision>().unwrap(), Precision::F16);
+        assert_eq!(Precision::Bf16.to_string(), "bf16");
+        assert!("f8".parse::<Precision>().unwrap_err().contains("expected f32, f16 or bf16"));
+    }
+}

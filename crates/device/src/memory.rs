@@ -1,0 +1,126 @@
+//! Device memory statistics and cache emptying that reach the concrete backend.
+//!
+//! `Backend::memory_cleanup` on Burn's `Dispatch` backend is a silent no-op in 0.21, so both
+//! functions here match on the [`DispatchDevice`] variant and call the concrete backend. Fusion
+//! defers frees, so the device is synced first.
+
+use serde::{Deserialize, Serialize};
+
+use burn::DispatchDevice;
+
+/// A snapshot of a device's memory pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryStats {
+    /// Bytes held by live tensors.
+    pub bytes_in_use: u64,
+    /// Bytes the pool has reserved from the device (>= in use).
+    pub bytes_reserved: u64,
+    /// Live allocations.
+    pub allocations: u64,
+}
+
+/// Pool statistics of `device`, or `None` when its backend keeps none (the CPU backend uses the
+/// system allocator).
+pub fn memory_stats(device: &DispatchDevice) -> Option<MemoryStats> {
+    match device {
+        #[cfg(feature = "cuda")]
+        DispatchDevice::Cuda(d) => {
+            use cubecl::Runtime;
+            sync(device);
+            let u = cubecl::cuda::CudaRuntime::client(d).memory_usage().ok()?;
+            Some(MemoryStats {
+                bytes_in_use: u.bytes_in_use,
+                bytes_reserved: u.bytes_reserved,
+                allocations: u.number_allocs,
+            })
+        }
+        #[cfg(feature = "wgpu")]
+        DispatchDevice::Wgpu(d) => {
+            use cubecl::Runtime;
+            sync(device);
+            let u = cubecl::wgpu::WgpuRuntime::client(d).memory_usage().ok()?;
+            Some(MemoryStats {
+                bytes_in_use: u.bytes_in_use,
+                bytes_reserved: u.bytes_reserved,
+                allocations: u.number_allocs,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Wait for all queued work on `device`. Errors are logged: a failed sync surfaces again on the
+/// next read of a tensor, where the caller handles it.
+pub fn sync(device: &DispatchDevice) {
+    use burn::tensor::backend::Backend;
+    if let Err(e) = burn::Dispatch::sync(device) {
+        tracing::warn!("device sync failed: {e:?}");
+    }
+}
+
+/// Release cached, unused blocks of `device`'s memory pool back to the driver. Returns `true`
+/// when the backend has a pool to empty.
+pub fn empty_cache(device: &DispatchDevice) -> bool {
+    use burn::tensor::backend::Backend;
+    match device {
+        #[cfg(feature = "cuda")]
+        DispatchDevice::Cuda(d) => {
+            sync(device);
+            <burn::backend::Cuda as Backend>::memory_cleanup(d);
+            true
+        }
+        #[cfg(feature = "wgpu")]
+        DispatchDevice::Wgpu(d) => {
+            sync(device);
+            <burn::backend::Wgpu as Backend>::memory_cleanup(d);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// What a block of work left allocated on the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryDelta {
+    pub before: MemoryStats,
+    pub after: MemoryStats,
+}
+
+impl MemoryDelta {
+    pub fn in_use_change(&self) -> i64 {
+        self.after.bytes_in_use as i64 - self.before.bytes_in_use as i64
+    }
+    pub fn reserved_change(&self) -> i64 {
+        self.after.bytes_reserved as i64 - self.before.bytes_reserved as i64
+    }
+}
+
+/// Measures the memory a block of work leaves behind:
+/// `let g = MemoryGuard::new(&dev); work(); let left = g.finish();`.
+/// `finish` returns `None` on backends without statistics.
+#[derive(Debug)]
+pub struct MemoryGuard {
+    device: DispatchDevice,
+    before: Option<MemoryStats>,
+    label: String,
+}
+
+impl MemoryGuard {
+    pub fn new(device: &DispatchDevice, label: impl Into<String>) -> Self {
+        Self { device: device.clone(), before: memory_stats(device), label: label.into() }
+    }
+
+    pub fn finish(self) -> Option<MemoryDelta> {
+        let before = self.before?;
+        let after = memory_stats(&self.device)?;
+        let delta = MemoryDelta { before, after };
+        tracing::debug!(
+            "{}: left {} bytes in use ({} allocations), reserved changed by {} bytes",
+            self.label,
+            delta.in_use_change(),
+            after.allocations as i64 - before.allocations as i64,
+            delta.reserved_change()
+        );
+        Some(delta)
+    }
+}

@@ -1,0 +1,115 @@
+//! Integration tests against the real machine: real probes, real Burn devices, real numbers.
+
+use device::{DeviceSpec, SelectionPolicy, Target};
+
+#[test]
+fn probe_never_panics_and_auto_always_resolves() {
+    let inv = device::probe();
+    let sel = device::select(&DeviceSpec::Auto, &inv, &SelectionPolicy::default()).unwrap();
+    // On a machine without a CUDA driver, auto must say why CUDA was skipped.
+    if inv.cuda.status != device::inventory::CudaStatus::Ready {
+        assert!(sel.skipped.iter().any(|s| s.starts_with("CUDA:")), "{:?}", sel.skipped);
+    }
+    assert!(inv.cpu.logical_cores >= 1);
+    assert!(inv.cpu.total_memory_bytes > 0);
+    // Flex supports both half types; the capability table must reflect what the backend says.
+    assert!(inv.cpu.supports_f16 && inv.cpu.supports_bf16);
+}
+
+#[test]
+fn auto_device_computes_correct_numbers() {
+    let selected = device::resolve(&DeviceSpec::Auto, &SelectionPolicy::default()).unwrap();
+    let err = device::matmul_check(&selected.device, 128).unwrap();
+    assert!(err < 1e-3, "max abs error {err} on {}", selected.selection.name);
+
+    use burn::tensor::Tensor;
+    let x = Tensor::<device::Backend, 1>::from_floats([1.0, -2.0, 3.5], &selected.device);
+    let y = (x.clone() * x).sum().into_scalar();
+    assert_eq!(y, 1.0 + 4.0 + 12.25);
+}
+
+#[test]
+fn cpu_device_has_no_pool_stats_and_empty_cache_is_reported_as_noop() {
+    let selected = device::resolve(&DeviceSpec::Cpu, &SelectionPolicy::default()).unwrap();
+    assert_eq!(selected.selection.target, Target::Cpu);
+    assert_eq!(device::backend_name(&selected.device), "cpu");
+    assert!(device::memory_stats(&selected.device).is_none());
+    assert!(!device::empty_cache(&selected.device));
+    assert!(device::MemoryGuard::new(&selected.device, "cpu work").finish().is_none());
+}
+
+/// `--device wgpu` on whatever adapter exists, software Vulkan (llvmpipe) included. CI installs
+/// mesa-vulkan-drivers and sets SIGNFLOW_REQUIRE_WGPU=1 so a missing adapter fails there.
+#[test]
+fn explicit_wgpu_runs_a_real_tensor_op_and_reports_memory() {
+    let inv = device::probe();
+    if inv.wgpu.adapters.is_empty() {
+        assert!(
+            std::env::var("SIGNFLOW_REQUIRE_WGPU").is_err(),
+            "SIGNFLOW_REQUIRE_WGPU is set but no WGPU adapter was found: {:?}",
+            inv.wgpu
+        );
+        eprintln!("no WGPU adapter on this machine; install mesa-vulkan-drivers libvulkan1 to run this test");
+        return;
+    }
+    let selected = device::resolve_with(&DeviceSpec::Wgpu(None), &SelectionPolicy::default(), &inv).unwrap();
+    assert_eq!(device::backend_name(&selected.device), "wgpu");
+    let err = device::matmul_check(&selected.device, 64).unwrap();
+    assert!(err < 1e-3, "max abs error {err} on {}", selected.selection.name);
+
+    let guard = device::MemoryGuard::new(&selected.device, "wgpu matmul");
+    let keep = burn::tensor::Tensor::<device::Backend, 2>::from_data(
+        burn::tensor::TensorData::new(vec![1.0f32; 256 * 256], [256, 256]),
+        &selected.device,
+    );
+    let delta = guard.finish().expect("the wgpu backend keeps pool statistics");
+    assert!(delta.after.bytes_in_use >= delta.before.bytes_in_use + 256 * 256 * 4, "{delta:?}");
+    drop(keep);
+    assert!(device::empty_cache(&selected.device));
+    let after = device::memory_stats(&selected.device).unwrap();
+    assert!(after.bytes_reserved <= delta.after.bytes_reserved, "{after:?} vs {delta:?}");
+}
+
+#[test]
+fn explicit_devices_that_do_not_exist_are_errors() {
+    let inv = device::probe();
+    let err = device::select(&DeviceSpec::Cuda(Some(7)), &inv, &SelectionPolicy::default()).unwrap_err();
+    assert!(err.to_string().starts_with("device `cuda:7` is not available: "), "{err}");
+    let err = device::select(&DeviceSpec::Wgpu(Some(99)), &inv, &SelectionPolicy::default()).unwrap_err();
+    assert!(err.to_string().contains("wgpu:99"), "{err}");
+}
+
+#[test]
+fn monitor_without_nvml_is_unavailable_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("gpu.csv");
+    let mon = device::GpuMonitor::start(std::time::Duration::from_millis(20), Some(&csv)).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let available = mon.is_available();
+    let summary = mon.stop();
+    assert_eq!(summary.available, available);
+    if available {
+        let text = std::fs::read_to_string(&csv).unwrap();
+        assert!(text.starts_with(device::monitor::CSV_HEADER));
+        assert!(summary.samples >= 1);
+    } else {
+        assert!(summary.reason.unwrap().contains("NVML"));
+        assert!(!csv.exists());
+    }
+}
+
+#[test]
+fn cli_list_json_reports_the_auto_choice() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_device")).args(["list", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["inventory"]["cpu"]["logical_cores"].as_u64().unwrap() >= 1);
+    assert!(v["auto"]["target"]["backend"].is_string());
+    assert!(v["auto"]["capabilities"]["amp"].is_string());
+
+    let out =
+        std::process::Command::new(env!("CARGO_BIN_EXE_device")).args(["select", "--device", "tpu"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown device kind `tpu`"), "{err}");
+}
