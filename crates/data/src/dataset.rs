@@ -1,0 +1,343 @@
+//! Loading a whole dataset: parse every file (in parallel), validate, run preprocessing stage 1,
+//! and cache the result so later runs and epochs never re-parse parquet.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{write_atomic, DataError, Result};
+use crate::index::{DatasetIndex, Format};
+use crate::preprocess::Preprocessor;
+use crate::sequence::{FeatureSequence, LandmarkSequence, Sample};
+
+/// What to do with a file that cannot be read or fails validation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnError {
+    /// Report it (path + reason) and leave it out.
+    Skip,
+    /// Stop at the first bad file.
+    Fail,
+}
+
+/// One normalized sequence (after preprocessing stage 1) and its label.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    pub sample: Sample,
+    pub label: usize,
+    pub group: String,
+    pub path: PathBuf,
+}
+
+/// A loaded dataset, ready for batching.
+#[derive(Debug, Clone)]
+pub struct SignDataset {
+    pub labels: Vec<String>,
+    pub items: Vec<Item>,
+    /// Model input features per frame (after preprocessing stage 2).
+    pub features: usize,
+    /// Files left out, with the reason.
+    pub skipped: Vec<(PathBuf, String)>,
+    /// Whether the items came from the cache.
+    pub from_cache: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    pub on_error: OnError,
+    /// With `Skip`, still fail when more than this fraction of files is bad.
+    pub max_bad_fraction: f64,
+    /// Directory for the preprocessed cache; `None` disables caching.
+    pub cache_dir: Option<PathBuf>,
+    pub threads: usize,
+    pub progress: bool,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        Self {
+            on_error: OnError::Skip,
+            max_bad_fraction: 0.05,
+            cache_dir: None,
+            threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            progress: false,
+        }
+    }
+}
+
+/// Read one sequence file of the index's format.
+pub fn read_sample(format: Format, path: &Path) -> Result<Sample> {
+    match format {
+        Format::Islr => crate::islr::read_parquet(path).map(Sample::Landmarks),
+        Format::Npy => crate::npy::read_npy(path),
+    }
+}
+
+impl SignDataset {
+    /// Load every entry of `index` through preprocessing stage 1.
+    pub fn load(index: &DatasetIndex, pre: &Preprocessor, opts: &LoadOptions) -> Result<SignDataset> {
+        let key = cache_key(index, pre);
+        let cache_path = opts.cache_dir.as_ref().map(|d| d.join(format!("{key:016x}.sfcache")));
+        if let Some(path) = &cache_path {
+            if path.is_file() {
+                match read_cache(path, key) {
+                    Ok(mut ds) => {
+                        ds.labels = index.labels.clone();
+                        tracing::info!(
+                            "loaded {} preprocessed sequences from cache {}",
+                            ds.items.len(),
+                            path.display()
+                        );
+                        return Ok(ds);
+                    }
+                    Err(e) => tracing::warn!("ignoring unreadable cache ({e}); rebuilding it"),
+                }
+            }
+        }
+        let ds = Self::load_uncached(index, pre, opts)?;
+        if let Some(path) = &cache_path {
+            if let Err(e) = write_cache(path, key, &ds) {
+                tracing::warn!("could not write the preprocessing cache: {e}");
+            }
+        }
+        Ok(ds)
+    }
+
+    fn load_uncached(index: &DatasetIndex, pre: &Preprocessor, opts: &LoadOptions) -> Result<SignDataset> {
+        let n = index.entries.len();
+        if n == 0 {
+            return Err(DataError::invalid(&index.root, "the dataset index lists no sequences"));
+        }
+        let bar = if opts.progress { indicatif::ProgressBar::new(n as u64) } else { indicatif::ProgressBar::hidden() };
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("loading {bar:30} {pos}/{len} sequences {per_sec} eta {eta}")
+                .expect("valid template"),
+        );
+        let results: Vec<Mutex<Option<Result<Sample>>>> = (0..n).map(|_| Mutex::new(None)).collect();
+        let next = AtomicUsize::new(0);
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            for _ in 0..opts.threads.max(1) {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= n || stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let path = &index.entries[i].path;
+                    let r = read_sample(index.format, path).and_then(|s| pre.normalize(&s, path));
+                    if r.is_err() && opts.on_error == OnError::Fail {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                    *results[i].lock().expect("not poisoned") = Some(r);
+                    bar.inc(1);
+                });
+            }
+        });
+        bar.finish_and_clear();
+
+        let mut items = Vec::with_capacity(n);
+        let mut skipped = Vec::new();
+        let mut first_error = None;
+        let mut expected: Option<(bool, usize, PathBuf)> = None;
+        for (entry, slot) in index.entries.iter().zip(results) {
+            let Some(result) = slot.into_inner().expect("not poisoned") else { continue };
+            let checked = result.and_then(|sample| {
+                let shape = (matches!(sample, Sample::Landmarks(_)), sample.width());
+                match &expected {
+                    None => {
+                        expected = Some((shape.0, shape.1, entry.path.clone()));
+                        Ok(sample)
+                    }
+                    Some((kind, width, first)) if (*kind, *width) != shape => Err(DataError::ShapeMismatch {
+                        path: entry.path.clone(),
+                        expected_what: format!(
+                            "{} per frame (as in {})",
+                            if *kind { "landmarks" } else { "features" },
+                            first.display()
+                        ),
+                        expected: *width,
+                        found: shape.1,
+                    }),
+                    Some(_) => Ok(sample),
+                }
+            });
+            match checked {
+                Ok(sample) => items.push(Item {
+                    sample,
+                    label: entry.label,
+                    group: entry.group.clone(),
+                    path: entry.path.clone(),
+                }),
+                Err(e) => {
+                    if opts.on_error == OnError::Fail {
+                        return Err(e);
+                    }
+                    tracing::warn!("skipping {}: {e}", entry.path.display());
+                    skipped.push((entry.path.clone(), e.to_string()));
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        let bad = n - items.len();
+        if items.is_empty() || bad as f64 > opts.max_bad_fraction * n as f64 {
+            let first = first_error.unwrap_or_else(|| DataError::invalid(&index.root, "no sequence could be loaded"));
+            return Err(DataError::TooManyBad { count: bad, total: n, first: Box::new(first) });
+        }
+        let (is_landmarks, width, _) = expected.expect("at least one item");
+        let features = pre.output_features(is_landmarks, width);
+        Ok(SignDataset { labels: index.labels.clone(), items, features, skipped, from_cache: false })
+    }
+
+    pub fn num_classes(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// Split item positions by group (see [`DatasetIndex::split_by_group`]).
+    pub fn split_by_group(&self, valid_fraction: f64, seed: u64) -> (Vec<usize>, Vec<usize>) {
+        let view = DatasetIndex {
+            root: PathBuf::new(),
+            format: Format::Npy,
+            labels: Vec::new(),
+            entries: self
+                .items
+                .iter()
+                .map(|i| crate::index::Entry { path: i.path.clone(), label: i.label, group: i.group.clone() })
+                .collect(),
+        };
+        view.split_by_group(valid_fraction, seed)
+    }
+}
+
+const CACHE_MAGIC: &[u8; 8] = b"SFCACHE1";
+
+/// Identifies the files (path, size, mtime) and the stage-1 preprocessing settings.
+fn cache_key(index: &DatasetIndex, pre: &Preprocessor) -> u64 {
+    let mut h = Fnv::default();
+    h.write(CACHE_MAGIC);
+    let c = &pre.config;
+    h.write(
+        format!("{:?}|{:?}|{}|{}|{}", c.landmarks, c.coords, c.normalize, c.reference_point, c.drop_empty_frames)
+            .as_bytes(),
+    );
+    for e in &index.entries {
+        h.write(e.path.to_string_lossy().as_bytes());
+        h.write(&e.label.to_le_bytes());
+        h.write(e.group.as_bytes());
+        if let Ok(m) = std::fs::metadata(&e.path) {
+            h.write(&m.len().to_le_bytes());
+            if let Ok(t) = m.modified().map(|t| t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default()) {
+                h.write(&t.as_nanos().to_le_bytes());
+            }
+        }
+    }
+    h.0
+}
+
+#[derive(Debug)]
+struct Fnv(u64);
+impl Default for Fnv {
+    fn default() -> Self {
+        Self(0xcbf29ce484222325)
+    }
+}
+impl Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= *b as u64;
+            self.0 = self.0.wrapping_mul(0x100000001b3);
+        }
+        self.0 = self.0.wrapping_mul(0x100000001b3) ^ 0xff;
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct CacheMeta {
+    key: u64,
+    features: usize,
+    skipped: Vec<(PathBuf, String)>,
+    items: Vec<CacheItem>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct CacheItem {
+    path: PathBuf,
+    label: usize,
+    group: String,
+    landmarks: bool,
+    width: usize,
+    frame_ids: Vec<i32>,
+    values: usize,
+}
+
+fn write_cache(path: &Path, key: u64, ds: &SignDataset) -> Result<()> {
+    let mut blob: Vec<u8> = Vec::new();
+    let mut items = Vec::with_capacity(ds.items.len());
+    for it in &ds.items {
+        let (landmarks, width, frame_ids, values): (bool, usize, Vec<i32>, &[f32]) = match &it.sample {
+            Sample::Landmarks(s) => (true, s.points, s.frame_ids.clone(), &s.xyz),
+            Sample::Features(s) => (false, s.features, Vec::new(), &s.data),
+        };
+        for v in values {
+            blob.extend_from_slice(&v.to_le_bytes());
+        }
+        items.push(CacheItem {
+            path: it.path.clone(),
+            label: it.label,
+            group: it.group.clone(),
+            landmarks,
+            width,
+            frame_ids,
+            values: values.len(),
+        });
+    }
+    let meta = serde_json::to_vec(&CacheMeta { key, features: ds.features, skipped: ds.skipped.clone(), items })
+        .expect("serializable");
+    let mut out = Vec::with_capacity(16 + meta.len() + blob.len());
+    out.extend_from_slice(CACHE_MAGIC);
+    out.extend_from_slice(&(meta.len() as u64).to_le_bytes());
+    out.extend_from_slice(&meta);
+    out.extend_from_slice(&blob);
+    write_atomic(path, &out)
+}
+
+fn read_cache(path: &Path, key: u64) -> Result<SignDataset> {
+    let bytes = std::fs::read(path).map_err(|e| DataError::io(path, e))?;
+    let bad = |m: &str| DataError::invalid(path, format!("corrupt cache: {m}"));
+    if bytes.len() < 16 || &bytes[..8] != CACHE_MAGIC {
+        return Err(bad("bad magic"));
+    }
+    let meta_len = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes")) as usize;
+    let meta_bytes = bytes.get(16..16 + meta_len).ok_or_else(|| bad("truncated header"))?;
+    let meta: CacheMeta = serde_json::from_slice(meta_bytes).map_err(|e| bad(&e.to_string()))?;
+    if meta.key != key {
+        return Err(bad("key mismatch"));
+    }
+    let mut floats = bytes[16 + meta_len..].chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+    let total: usize = meta.items.iter().map(|i| i.values).sum();
+    if (bytes.len() - 16 - meta_len) / 4 != total {
+        return Err(bad("data length does not match the header"));
+    }
+    let mut items = Vec::with_capacity(meta.items.len());
+    for ci in meta.items {
+        let values: Vec<f32> = floats.by_ref().take(ci.values).collect();
+        let sample = if ci.landmarks {
+            Sample::Landmarks(LandmarkSequence { points: ci.width, frame_ids: ci.frame_ids, xyz: values })
+        } else {
+            Sample::Features(FeatureSequence { features: ci.width, data: values })
+        };
+        items.push(Item { sample, label: ci.label, group: ci.group, path: ci.path });
+    }
+    Ok(SignDataset { labels: Vec::new(), items, features: meta.features, skipped: meta.skipped, from_cache: true })
+}
+
+/// Per-class counts, for reports.
+pub fn class_counts(items: &[Item], indices: &[usize]) -> HashMap<usize, usize> {
+    let mut m = HashMap::new();
+    for &i in indices {
+        *m.entry(items[i].label).or_default() += 1;
+    }
+    m
+}

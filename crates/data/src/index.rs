@@ -1,0 +1,228 @@
+//! Dataset indexes: which files exist, their labels and groups (signers).
+//!
+//! Two layouts are recognised:
+//! - ISLR: `train.csv` (`path, participant_id, sequence_id, sign`) + `sign_to_prediction_index_map.json`
+//!   + one parquet per sequence;
+//! - npy: `labels.csv` (`file, label[, group]`) + one `.npy` per sequence; the label map is
+//!   `sign_to_prediction_index_map.json` if present, else the sorted distinct labels.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{DataError, Result};
+
+pub const ISLR_CSV: &str = "train.csv";
+pub const LABEL_MAP: &str = "sign_to_prediction_index_map.json";
+pub const NPY_CSV: &str = "labels.csv";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Format {
+    Islr,
+    Npy,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub path: PathBuf,
+    pub label: usize,
+    /// Signer / participant; splits keep a group on one side.
+    pub group: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DatasetIndex {
+    pub root: PathBuf,
+    pub format: Format,
+    pub labels: Vec<String>,
+    pub entries: Vec<Entry>,
+}
+
+/// Read a label map `{"sign": index}`; indices must be exactly `0..n`.
+pub fn read_label_map(path: &Path) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(path).map_err(|e| DataError::io(path, e))?;
+    let map: HashMap<String, i64> = serde_json::from_str(&text)
+        .map_err(|e| DataError::invalid(path, format!("expected a JSON object {{\"sign\": index}}: {e}")))?;
+    let n = map.len();
+    let mut labels = vec![None; n];
+    for (sign, idx) in map {
+        let slot = usize::try_from(idx)
+            .ok()
+            .and_then(|i| labels.get_mut(i))
+            .ok_or_else(|| DataError::invalid(path, format!("index {idx} of `{sign}` is outside 0..{n}")))?;
+        if let Some(prev) = slot.replace(sign.clone()) {
+            return Err(DataError::invalid(path, format!("index {idx} is used by both `{prev}` and `{sign}`")));
+        }
+    }
+    Ok(labels.into_iter().map(|l| l.expect("every slot filled: n distinct indices in 0..n")).collect())
+}
+
+/// Detect the layout of `root` and read its index.
+pub fn open(root: &Path) -> Result<DatasetIndex> {
+    if root.join(ISLR_CSV).is_file() {
+        read_islr(root)
+    } else if root.join(NPY_CSV).is_file() {
+        read_npy_dir(root)
+    } else {
+        Err(DataError::invalid(
+            root,
+            format!("not a dataset: expected `{ISLR_CSV}` (ISLR parquet layout) or `{NPY_CSV}` (npy layout) in it"),
+        ))
+    }
+}
+
+fn csv_reader(path: &Path) -> Result<(csv::Reader<std::fs::File>, Vec<String>)> {
+    let mut rdr = csv::ReaderBuilder::new().flexible(false).from_path(path).map_err(|e| DataError::Csv {
+        path: path.to_path_buf(),
+        line: 1,
+        message: e.to_string(),
+    })?;
+    let headers = rdr
+        .headers()
+        .map_err(|e| DataError::Csv { path: path.to_path_buf(), line: 1, message: e.to_string() })?
+        .iter()
+        .map(|h| h.trim().to_string())
+        .collect();
+    Ok((rdr, headers))
+}
+
+fn column(path: &Path, headers: &[String], name: &str) -> Result<usize> {
+    headers.iter().position(|h| h == name).ok_or_else(|| DataError::MissingColumn {
+        path: path.to_path_buf(),
+        column: name.into(),
+        found: headers.join(", "),
+    })
+}
+
+fn records<'a>(
+    path: &Path,
+    rdr: &'a mut csv::Reader<std::fs::File>,
+) -> impl Iterator<Item = Result<(usize, csv::StringRecord)>> + 'a {
+    let path = path.to_path_buf();
+    rdr.records().map(move |r| {
+        r.map(|rec| (rec.position().map(|p| p.line() as usize).unwrap_or(0), rec)).map_err(|e| DataError::Csv {
+            path: path.clone(),
+            line: e.position().map(|p| p.line() as usize).unwrap_or(0),
+            message: e.to_string(),
+        })
+    })
+}
+
+fn read_islr(root: &Path) -> Result<DatasetIndex> {
+    let csv_path = root.join(ISLR_CSV);
+    let labels = read_label_map(&root.join(LABEL_MAP))?;
+    let lookup: HashMap<&str, usize> = labels.iter().enumerate().map(|(i, l)| (l.as_str(), i)).collect();
+    let (mut rdr, headers) = csv_reader(&csv_path)?;
+    let (pc, gc, sc) = (
+        column(&csv_path, &headers, "path")?,
+        column(&csv_path, &headers, "participant_id")?,
+        column(&csv_path, &headers, "sign")?,
+    );
+    let mut entries = Vec::new();
+    for rec in records(&csv_path, &mut rdr) {
+        let (line, rec) = rec?;
+        let sign = rec.get(sc).unwrap_or_default().trim();
+        let label = *lookup.get(sign).ok_or_else(|| DataError::UnknownLabel {
+            path: csv_path.clone(),
+            line,
+            label: sign.to_string(),
+        })?;
+        entries.push(Entry {
+            path: root.join(rec.get(pc).unwrap_or_default().trim()),
+            label,
+            group: rec.get(gc).unwrap_or_default().trim().to_string(),
+        });
+    }
+    Ok(DatasetIndex { root: root.to_path_buf(), format: Format::Islr, labels, entries })
+}
+
+fn read_npy_dir(root: &Path) -> Result<DatasetIndex> {
+    let csv_path = root.join(NPY_CSV);
+    let (mut rdr, headers) = csv_reader(&csv_path)?;
+    let (fc, lc) = (column(&csv_path, &headers, "file")?, column(&csv_path, &headers, "label")?);
+    let gc = headers.iter().position(|h| h == "group");
+    let mut rows = Vec::new();
+    for rec in records(&csv_path, &mut rdr) {
+        let (line, rec) = rec?;
+        let file = rec.get(fc).unwrap_or_default().trim().to_string();
+        let label = rec.get(lc).unwrap_or_default().trim().to_string();
+        if file.is_empty() || label.is_empty() {
+            return Err(DataError::Csv { path: csv_path.clone(), line, message: "empty `file` or `label`".into() });
+        }
+        let group = gc.and_then(|g| rec.get(g)).map(|g| g.trim().to_string()).unwrap_or_else(|| file.clone());
+        rows.push((line, file, label, group));
+    }
+    let map_path = root.join(LABEL_MAP);
+    let labels = if map_path.is_file() {
+        read_label_map(&map_path)?
+    } else {
+        let mut l: Vec<String> = rows.iter().map(|r| r.2.clone()).collect();
+        l.sort();
+        l.dedup();
+        l
+    };
+    let lookup: HashMap<&str, usize> = labels.iter().enumerate().map(|(i, l)| (l.as_str(), i)).collect();
+    let mut entries = Vec::with_capacity(rows.len());
+    for (line, file, label, group) in rows {
+        let idx = *lookup.get(label.as_str()).ok_or_else(|| DataError::UnknownLabel {
+            path: csv_path.clone(),
+            line,
+            label: label.clone(),
+        })?;
+        entries.push(Entry { path: root.join(file), label: idx, group });
+    }
+    Ok(DatasetIndex { root: root.to_path_buf(), format: Format::Npy, labels, entries })
+}
+
+impl DatasetIndex {
+    /// Split by group: groups are hashed deterministically with `seed`, and about `fraction` of
+    /// them go to validation, so no signer appears on both sides. Returns (train, valid) entry
+    /// indices. With a single group, falls back to a per-entry split.
+    pub fn split_by_group(&self, fraction: f64, seed: u64) -> (Vec<usize>, Vec<usize>) {
+        let mut groups: Vec<&str> = self.entries.iter().map(|e| e.group.as_str()).collect();
+        groups.sort();
+        groups.dedup();
+        let fraction = fraction.clamp(0.0, 1.0);
+        let mut train = Vec::new();
+        let mut valid = Vec::new();
+        if groups.len() < 2 {
+            for i in 0..self.entries.len() {
+                if unit_hash(&i.to_string(), seed) < fraction {
+                    valid.push(i)
+                } else {
+                    train.push(i)
+                }
+            }
+            return (train, valid);
+        }
+        // Rank groups by hash and take the first ceil(fraction * groups) for validation, so the
+        // validation set is never empty when fraction > 0.
+        let mut ranked: Vec<(f64, &str)> = groups.iter().map(|g| (unit_hash(g, seed), *g)).collect();
+        ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(b.1)));
+        let n_valid = ((groups.len() as f64 * fraction).ceil() as usize).min(groups.len() - 1);
+        let valid_groups: std::collections::HashSet<&str> = ranked.iter().take(n_valid).map(|(_, g)| *g).collect();
+        for (i, e) in self.entries.iter().enumerate() {
+            if valid_groups.contains(e.group.as_str()) {
+                valid.push(i)
+            } else {
+                train.push(i)
+            }
+        }
+        (train, valid)
+    }
+}
+
+/// A deterministic hash of `s` mapped to [0, 1) (FNV-1a, stable across platforms and versions).
+fn unit_hash(s: &str, seed: u64) -> f64 {
+    let mut h: u64 = 0xcbf29ce484222325 ^ seed.wrapping_mul(0x9E3779B97F4A7C15);
+    for b in s.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51afd7ed558ccd);
+    h ^= h >> 33;
+    (h >> 11) as f64 / (1u64 << 53) as f64
+}

@@ -1,0 +1,38 @@
+//! # SignFlow data
+//!
+//! Landmark sequences from the formats people have, transformed identically at training and
+//! inference time:
+//! - formats: the public ISLR parquet layout ([`islr`], [`index`]) and a generic `.npy` layout
+//!   ([`npy`]), with validation that names the file and the problem;
+//! - [`preprocess`]: landmark subsets, normalization, NaN handling, time differences, windows
+//!   with a padding mask (one [`preprocess::PreprocessConfig`] shared by trainer and infer);
+//! - [`augment`]: flip with left/right swap, affine, speed, temporal mask, cutout; seeded;
+//! - [`synth`]: a synthetic sign generator writing the ISLR layout;
+//! - [`dataset`] and [`loader`]: parallel loading with a preprocessed cache, group (signer)
+//!   splits, and prefetching batch loaders producing Burn tensors.
+//!
+//! ```no_run
+//! use data::{dataset::{LoadOptions, SignDataset}, preprocess::{PreprocessConfig, Preprocessor}};
+//! let root = std::path::Path::new("synthetic");
+//! data::synth::generate(root, &data::synth::SynthConfig::default(), true)?;
+//! let index = data::index::open(root)?;
+//! let pre = Preprocessor::new(PreprocessConfig::default())?;
+//! let ds = SignDataset::load(&index, &pre, &LoadOptions::default())?;
+//! let (train, valid) = ds.split_by_group(0.2, 0);
+//! # Ok::<(), data::DataError>(())
+//! ```
+
+pub mod augment;
+pub mod dataset;
+pub mod error;
+pub mod index;
+pub mod islr;
+pub mod layout;
+pub mod loader;
+pub mod npy;
+pub mod preprocess;
+pub mod sequence;
+pub mod synth;
+
+pub use error::{write_atomic, DataError, Result};
+pub use sequence::{FeatureSequence, LandmarkSequence, Prepared, Sample};

@@ -1,0 +1,223 @@
+//! Batching: host-side batches built on worker threads (augmentation + preprocessing stage 2)
+//! and prefetched, so the device never waits on the data; one upload per batch.
+
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use burn::prelude::Backend;
+use burn::tensor::{Bool, Int, Tensor, TensorData};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::augment::Augmenter;
+use crate::dataset::{Item, SignDataset};
+use crate::preprocess::Preprocessor;
+use crate::sequence::Prepared;
+
+/// A batch in host memory: `inputs [batch, window, features]`, `pad_mask [batch, window]`
+/// (true = padding), `labels [batch]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostBatch {
+    pub batch: usize,
+    pub window: usize,
+    pub features: usize,
+    pub inputs: Vec<f32>,
+    pub pad_mask: Vec<bool>,
+    pub labels: Vec<i64>,
+    /// Positions of the items in the dataset, in batch order.
+    pub indices: Vec<usize>,
+}
+
+/// A batch on a device.
+#[derive(Debug, Clone)]
+pub struct SignBatch<B: Backend> {
+    pub inputs: Tensor<B, 3>,
+    pub pad_mask: Tensor<B, 2, Bool>,
+    pub labels: Tensor<B, 1, Int>,
+}
+
+impl HostBatch {
+    /// Stack prepared windows (all the same shape) with their labels.
+    pub fn from_prepared(prepared: &[Prepared], labels: &[usize], indices: Vec<usize>) -> Self {
+        let (window, features) = prepared.first().map(|p| (p.window, p.features)).unwrap_or((0, 0));
+        let mut inputs = Vec::with_capacity(prepared.len() * window * features);
+        let mut pad_mask = Vec::with_capacity(prepared.len() * window);
+        for p in prepared {
+            assert_eq!((p.window, p.features), (window, features), "prepared windows in one batch differ in shape");
+            inputs.extend_from_slice(&p.data);
+            pad_mask.extend(p.pad_mask());
+        }
+        Self {
+            batch: prepared.len(),
+            window,
+            features,
+            inputs,
+            pad_mask,
+            labels: labels.iter().map(|&l| l as i64).collect(),
+            indices,
+        }
+    }
+
+    pub fn to_device<B: Backend>(&self, device: &B::Device) -> SignBatch<B> {
+        SignBatch {
+            inputs: Tensor::from_data(
+                TensorData::new(self.inputs.clone(), [self.batch, self.window, self.features]),
+                device,
+            ),
+            pad_mask: Tensor::from_data(TensorData::new(self.pad_mask.clone(), [self.batch, self.window]), device),
+            labels: Tensor::from_data(TensorData::new(self.labels.clone(), [self.batch]), device),
+        }
+    }
+}
+
+/// Turns dataset items into host batches (augmentation + preprocessing stage 2).
+///
+/// Burn's own `Dataset`/`Batcher`/`DataLoader` live behind burn's `dataset` feature, which pulls a
+/// bundled SQLite and image codecs into every build, and its loader cannot restart mid-epoch with
+/// the same batches; [`EpochLoader`] does both jobs here.
+#[derive(Debug, Clone)]
+pub struct ItemBatcher {
+    pub preprocessor: Arc<Preprocessor>,
+    /// `Some` for training batches.
+    pub augmenter: Option<Arc<Augmenter>>,
+    pub seed: u64,
+}
+
+impl ItemBatcher {
+    /// The RNG for one sample in one epoch: independent of batch composition and worker count.
+    fn sample_rng(&self, epoch: usize, index: usize) -> ChaCha8Rng {
+        ChaCha8Rng::seed_from_u64(
+            self.seed
+                ^ (epoch as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                ^ (index as u64).wrapping_mul(0xD1B5_4A32_D192_ED03),
+        )
+    }
+
+    pub fn prepare(&self, item: &Item, epoch: usize, index: usize) -> Prepared {
+        match &self.augmenter {
+            Some(aug) => {
+                let mut rng = self.sample_rng(epoch, index);
+                let mut sample = item.sample.clone();
+                aug.apply(&mut sample, &mut rng);
+                self.preprocessor.finish(&sample, Some(&mut rng))
+            }
+            None => self.preprocessor.finish::<ChaCha8Rng>(&item.sample, None),
+        }
+    }
+
+    pub fn host_batch(&self, data: &SignDataset, indices: &[usize], epoch: usize) -> HostBatch {
+        let prepared: Vec<Prepared> = indices.iter().map(|&i| self.prepare(&data.items[i], epoch, i)).collect();
+        let labels: Vec<usize> = indices.iter().map(|&i| data.items[i].label).collect();
+        HostBatch::from_prepared(&prepared, &labels, indices.to_vec())
+    }
+}
+
+/// Settings of one pass over a subset.
+#[derive(Debug, Clone)]
+pub struct LoaderConfig {
+    pub batch_size: usize,
+    pub shuffle: bool,
+    pub drop_last: bool,
+    /// Shuffle seed; the order of epoch `e` depends only on (seed, e).
+    pub seed: u64,
+    pub workers: usize,
+    /// Batches each worker may have ready ahead of the consumer.
+    pub prefetch: usize,
+}
+
+/// The batch order of one epoch: a list of index lists.
+pub fn epoch_batches(indices: &[usize], cfg: &LoaderConfig, epoch: usize) -> Vec<Vec<usize>> {
+    let mut order = indices.to_vec();
+    if cfg.shuffle {
+        let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ (epoch as u64 + 1).wrapping_mul(0x2545_F491_4F6C_DD1D));
+        order.shuffle(&mut rng);
+    }
+    let bs = cfg.batch_size.max(1);
+    let mut batches: Vec<Vec<usize>> = order.chunks(bs).map(|c| c.to_vec()).collect();
+    if cfg.drop_last && batches.last().is_some_and(|b| b.len() < bs) && batches.len() > 1 {
+        batches.pop();
+    }
+    batches
+}
+
+/// An iterator over the host batches of one epoch, built ahead by worker threads. Batch `b` is
+/// built by worker `b % workers` and the consumer takes them in order, so results do not depend
+/// on the worker count. Dropping it stops the workers.
+#[derive(Debug)]
+pub struct EpochLoader {
+    receivers: Vec<Receiver<HostBatch>>,
+    handles: Vec<JoinHandle<()>>,
+    next: usize,
+    total: usize,
+}
+
+impl EpochLoader {
+    /// Start loading `epoch` of `indices`, beginning at batch `start_batch` (for resuming).
+    pub fn start(
+        data: Arc<SignDataset>,
+        batcher: ItemBatcher,
+        indices: &[usize],
+        cfg: &LoaderConfig,
+        epoch: usize,
+        start_batch: usize,
+    ) -> Self {
+        let batches = Arc::new(epoch_batches(indices, cfg, epoch));
+        let total = batches.len();
+        let workers = cfg.workers.max(1);
+        let mut receivers = Vec::with_capacity(workers);
+        let mut handles = Vec::with_capacity(workers);
+        for w in 0..workers {
+            let (tx, rx) = sync_channel::<HostBatch>(cfg.prefetch.max(1));
+            let (data, batcher, batches) = (data.clone(), batcher.clone(), batches.clone());
+            let handle = std::thread::Builder::new()
+                .name(format!("loader-{w}"))
+                .spawn(move || {
+                    let mut b = start_batch + (w + workers - start_batch % workers) % workers;
+                    while b < batches.len() {
+                        let hb = batcher.host_batch(&data, &batches[b], epoch);
+                        if tx.send(hb).is_err() {
+                            break;
+                        }
+                        b += workers;
+                    }
+                })
+                .expect("spawn loader thread");
+            receivers.push(rx);
+            handles.push(handle);
+        }
+        Self { receivers, handles, next: start_batch, total }
+    }
+
+    /// Batches in this epoch (including any skipped at the start).
+    pub fn len(&self) -> usize {
+        self.total
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+}
+
+impl Iterator for EpochLoader {
+    type Item = HostBatch;
+
+    fn next(&mut self) -> Option<HostBatch> {
+        if self.next >= self.total {
+            return None;
+        }
+        let w = self.next % self.receivers.len();
+        self.next += 1;
+        self.receivers[w].recv().ok()
+    }
+}
+
+impl Drop for EpochLoader {
+    fn drop(&mut self) {
+        self.receivers.clear();
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
