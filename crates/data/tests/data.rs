@@ -354,3 +354,58 @@ fn loader_is_deterministic_across_worker_counts_and_resumable() {
     let plain = ItemBatcher { augmenter: None, ..batcher.clone() };
     assert_ne!(plain.host_batch(&ds, &one[0].indices, 2).inputs, one[0].inputs);
 }
+
+/// The synthetic signs are learnable from motion (a nearest-centroid classifier over whole
+/// windows is far above chance on unseen signers) but not from one frame (the same classifier on
+/// the middle frame alone is much worse, since paired classes are time reverses).
+#[test]
+fn synthetic_signs_need_motion_to_be_told_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = SynthConfig { classes: 10, signers: 6, repetitions: 4, ..Default::default() };
+    generate(dir.path(), &cfg, false).unwrap();
+    let idx = index::open(dir.path()).unwrap();
+    let pre = Preprocessor::new(PreprocessConfig {
+        landmarks: vec!["hands".into(), "lips".into()],
+        window: 16,
+        time_differences: false,
+        ..Default::default()
+    })
+    .unwrap();
+    let ds = SignDataset::load(&idx, &pre, &LoadOptions::default()).unwrap();
+    let (train, valid) = ds.split_by_group(0.34, 0);
+    let windows: Vec<Vec<f32>> =
+        ds.items.iter().map(|it| pre.finish::<rand_chacha::ChaCha8Rng>(&it.sample, None).data).collect();
+    let accuracy = |features: &dyn Fn(&[f32]) -> Vec<f32>| {
+        let dim = features(&windows[0]).len();
+        let mut sums = vec![vec![0f64; dim]; cfg.classes];
+        let mut counts = vec![0usize; cfg.classes];
+        for &i in &train {
+            for (s, v) in sums[ds.items[i].label].iter_mut().zip(features(&windows[i])) {
+                *s += v as f64;
+            }
+            counts[ds.items[i].label] += 1;
+        }
+        let correct = valid
+            .iter()
+            .filter(|&&i| {
+                let f = features(&windows[i]);
+                let best = (0..cfg.classes)
+                    .min_by(|&a, &b| {
+                        let d = |c: usize| {
+                            sums[c].iter().zip(&f).map(|(s, v)| (s / counts[c] as f64 - *v as f64).powi(2)).sum::<f64>()
+                        };
+                        d(a).total_cmp(&d(b))
+                    })
+                    .unwrap();
+                best == ds.items[i].label
+            })
+            .count();
+        correct as f64 / valid.len() as f64
+    };
+    let width = ds.features;
+    let whole = accuracy(&|w: &[f32]| w.to_vec());
+    let one_frame = accuracy(&|w: &[f32]| w[8 * width..9 * width].to_vec());
+    eprintln!("nearest centroid on unseen signers: whole window {whole:.2}, middle frame {one_frame:.2}, chance 0.10");
+    assert!(whole >= 0.4, "whole-window accuracy {whole}");
+    assert!(one_frame + 0.15 <= whole, "one frame {one_frame} vs whole {whole}");
+}

@@ -61,6 +61,7 @@ pub fn sync(device: &DispatchDevice) {
 /// Release cached, unused blocks of `device`'s memory pool back to the driver. Returns `true`
 /// when the backend has a pool to empty.
 pub fn empty_cache(device: &DispatchDevice) -> bool {
+    #[cfg(any(feature = "cuda", feature = "wgpu"))]
     use burn::tensor::backend::Backend;
     match device {
         #[cfg(feature = "cuda")]

@@ -5,9 +5,9 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Sender};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -232,6 +232,9 @@ type CsvWriter = Option<(BufWriter<File>, PathBuf, PathBuf)>;
 
 #[cfg(feature = "cuda")]
 fn sample_loop(interval: Duration, stop: mpsc::Receiver<()>, mut writer: CsvWriter) -> MonitorSummary {
+    use std::sync::mpsc::RecvTimeoutError;
+    use std::time::Instant;
+
     use nvml_wrapper::enum_wrappers::device::TemperatureSensor;
 
     let nvml = match nvml_wrapper::Nvml::init() {

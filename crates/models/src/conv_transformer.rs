@@ -1,0 +1,165 @@
+//! The 1st-place Google ISLR architecture: a stem, stages of causal depthwise Conv1D blocks with
+//! efficient channel attention followed by a transformer block, masked pooling, late dropout.
+
+use burn::module::Module;
+use burn::nn::{Dropout, DropoutConfig, Linear, LinearConfig};
+use burn::tensor::activation::silu;
+use burn::tensor::backend::Backend;
+use burn::tensor::{Bool, Tensor};
+use serde::{Deserialize, Serialize};
+
+use crate::common::{masked_mean, CausalDepthwiseConv, ChannelNorm, DropPath, Eca, SelfAttention};
+
+/// Sizes of the conv-transformer. Defaults are the reference model (~1.78M trainable params
+/// with 469 input features and 250 classes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ConvTransformerConfig {
+    pub dim: usize,
+    /// Number of stages; each is `conv_blocks_per_stage` conv blocks then one transformer block.
+    pub stages: usize,
+    pub conv_blocks_per_stage: usize,
+    pub kernel: usize,
+    pub expand: usize,
+    pub heads: usize,
+    pub eca_kernel: usize,
+    /// Drop-path probability of every residual branch.
+    pub drop_path: f64,
+    pub attention_dropout: f64,
+    /// Dropout before the classifier, active only once `late_dropout_enabled` (from a set epoch).
+    pub late_dropout: f64,
+    pub bn_momentum: f64,
+}
+
+impl Default for ConvTransformerConfig {
+    fn default() -> Self {
+        Self {
+            dim: 192,
+            stages: 2,
+            conv_blocks_per_stage: 3,
+            kernel: 17,
+            expand: 2,
+            heads: 4,
+            eca_kernel: 5,
+            drop_path: 0.2,
+            attention_dropout: 0.2,
+            late_dropout: 0.8,
+            bn_momentum: 0.05,
+        }
+    }
+}
+
+#[derive(Module, Debug)]
+pub struct ConvBlock<B: Backend> {
+    pub expand: Linear<B>,
+    pub dwconv: CausalDepthwiseConv<B>,
+    pub norm: ChannelNorm<B>,
+    pub eca: Eca<B>,
+    pub project: Linear<B>,
+    pub drop_path: DropPath,
+}
+
+impl<B: Backend> ConvBlock<B> {
+    fn new(c: &ConvTransformerConfig, device: &B::Device) -> Self {
+        let wide = c.dim * c.expand;
+        Self {
+            expand: LinearConfig::new(c.dim, wide).init(device),
+            dwconv: CausalDepthwiseConv::new(wide, c.kernel, device),
+            norm: ChannelNorm::new(wide, c.bn_momentum, device),
+            eca: Eca::new(c.eca_kernel, device),
+            project: LinearConfig::new(wide, c.dim).init(device),
+            drop_path: DropPath { prob: c.drop_path },
+        }
+    }
+
+    /// # Shapes
+    /// - x: `[batch, time, dim]`, pad_mask `[batch, time]` -> `[batch, time, dim]`
+    pub fn forward(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
+        let h = silu(self.expand.forward(x.clone()));
+        let h = self.dwconv.forward(h.swap_dims(1, 2)).swap_dims(1, 2);
+        let h = self.norm.forward(h);
+        let h = self.eca.forward(h, pad_mask);
+        let h = self.project.forward(h);
+        x + self.drop_path.forward(h)
+    }
+}
+
+#[derive(Module, Debug)]
+pub struct TransformerBlock<B: Backend> {
+    pub norm1: ChannelNorm<B>,
+    pub attention: SelfAttention<B>,
+    pub norm2: ChannelNorm<B>,
+    pub ffn_in: Linear<B>,
+    pub ffn_out: Linear<B>,
+    pub drop_path: DropPath,
+}
+
+impl<B: Backend> TransformerBlock<B> {
+    fn new(c: &ConvTransformerConfig, device: &B::Device) -> Self {
+        Self {
+            norm1: ChannelNorm::new(c.dim, c.bn_momentum, device),
+            attention: SelfAttention::new(c.dim, c.heads, c.attention_dropout, device),
+            norm2: ChannelNorm::new(c.dim, c.bn_momentum, device),
+            ffn_in: LinearConfig::new(c.dim, c.dim * c.expand).with_bias(false).init(device),
+            ffn_out: LinearConfig::new(c.dim * c.expand, c.dim).with_bias(false).init(device),
+            drop_path: DropPath { prob: c.drop_path },
+        }
+    }
+
+    /// # Shapes
+    /// - x: `[batch, time, dim]`, pad_mask `[batch, time]` -> `[batch, time, dim]`
+    pub fn forward(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
+        let h = self.attention.forward(self.norm1.forward(x.clone()), pad_mask);
+        let x = x + self.drop_path.forward(h);
+        let h = self.ffn_out.forward(silu(self.ffn_in.forward(self.norm2.forward(x.clone()))));
+        x + self.drop_path.forward(h)
+    }
+}
+
+#[derive(Module, Debug)]
+pub struct ConvTransformer<B: Backend> {
+    pub stem: Linear<B>,
+    pub stem_norm: ChannelNorm<B>,
+    pub conv_blocks: Vec<ConvBlock<B>>,
+    pub transformer_blocks: Vec<TransformerBlock<B>>,
+    pub conv_blocks_per_stage: usize,
+    pub top: Linear<B>,
+    pub late_dropout: Dropout,
+    pub late_dropout_enabled: bool,
+    pub classifier: Linear<B>,
+}
+
+impl ConvTransformerConfig {
+    pub fn init<B: Backend>(&self, input_features: usize, classes: usize, device: &B::Device) -> ConvTransformer<B> {
+        ConvTransformer {
+            stem: LinearConfig::new(input_features, self.dim).with_bias(false).init(device),
+            stem_norm: ChannelNorm::new(self.dim, self.bn_momentum, device),
+            conv_blocks: (0..self.stages * self.conv_blocks_per_stage).map(|_| ConvBlock::new(self, device)).collect(),
+            transformer_blocks: (0..self.stages).map(|_| TransformerBlock::new(self, device)).collect(),
+            conv_blocks_per_stage: self.conv_blocks_per_stage,
+            top: LinearConfig::new(self.dim, self.dim * 2).init(device),
+            late_dropout: DropoutConfig::new(self.late_dropout).init(),
+            late_dropout_enabled: false,
+            classifier: LinearConfig::new(self.dim * 2, classes).init(device),
+        }
+    }
+}
+
+impl<B: Backend> ConvTransformer<B> {
+    /// # Shapes
+    /// - x: `[batch, time, features]`, pad_mask: `[batch, time]` (true = pad)
+    /// - output: logits `[batch, classes]`
+    pub fn forward(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 2> {
+        let mut x = self.stem_norm.forward(self.stem.forward(x));
+        for (stage, transformer) in self.transformer_blocks.iter().enumerate() {
+            let start = stage * self.conv_blocks_per_stage;
+            for block in &self.conv_blocks[start..start + self.conv_blocks_per_stage] {
+                x = block.forward(x, pad_mask.clone());
+            }
+            x = transformer.forward(x, pad_mask.clone());
+        }
+        let pooled = masked_mean(self.top.forward(x), pad_mask);
+        let pooled = if self.late_dropout_enabled { self.late_dropout.forward(pooled) } else { pooled };
+        self.classifier.forward(pooled)
+    }
+}

@@ -1,0 +1,93 @@
+//! Casting a model's weights to a compute dtype for mixed precision.
+//!
+//! Burn 0.21 has no autocast and panics on mixed-dtype operands, so the weights used for the
+//! forward pass are cast copies. BatchNorm parameters stay f32 (their layers normalize in f32).
+//! GRU layers also stay f32: Burn's `Gru` creates f32 tensors internally, and the recurrence is
+//! the numerically sensitive part. `ParamId`s are kept so gradients of the copy map back onto
+//! the f32 master weights.
+
+use burn::module::{Module, ModuleMapper, Param};
+use burn::tensor::backend::Backend;
+use burn::tensor::{FloatDType, Tensor};
+
+/// Layer types whose parameters stay f32 under mixed precision.
+pub const KEEP_F32: [&str; 2] = ["BatchNorm", "Gru"];
+
+/// Casts every float parameter to `dtype`, except those of [`KEEP_F32`] layers.
+#[derive(Debug)]
+pub struct ComputeCast {
+    pub dtype: FloatDType,
+    /// Depth of nesting inside a keep-f32 layer.
+    keep: usize,
+}
+
+impl ComputeCast {
+    pub fn new(dtype: FloatDType) -> Self {
+        Self { dtype, keep: 0 }
+    }
+}
+
+/// Burn's derive names containers `Struct:<Name>` / `Enum:<Name>`.
+fn keeps_f32(container_type: &str) -> bool {
+    let name = container_type.rsplit(':').next().unwrap_or(container_type);
+    KEEP_F32.contains(&name)
+}
+
+impl<B: Backend> ModuleMapper<B> for ComputeCast {
+    fn enter_module(&mut self, _name: &str, container_type: &str) {
+        if keeps_f32(container_type) {
+            self.keep += 1;
+        }
+    }
+
+    fn exit_module(&mut self, _name: &str, container_type: &str) {
+        if keeps_f32(container_type) {
+            self.keep -= 1;
+        }
+    }
+
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        if self.keep > 0 {
+            return param;
+        }
+        let dtype = self.dtype;
+        param.map(|t| t.cast(dtype))
+    }
+}
+
+/// Forces lazily-initialized parameters to materialize. Cloning a lazy `Param` clones its
+/// initializer, so a cast copy made before this would get *different* values under the same
+/// `ParamId`, and its gradients would silently not reach the master weights.
+#[derive(Debug, Default)]
+pub struct Materialize;
+
+impl<B: Backend> ModuleMapper<B> for Materialize {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        param.map(|t| t)
+    }
+}
+
+/// A copy of `model` with compute-dtype weights (see [`ComputeCast`]).
+pub fn cast_for_compute<B: Backend, M: Module<B>>(model: M, dtype: FloatDType) -> M {
+    model.map(&mut ComputeCast::new(dtype))
+}
+
+/// Counts trainable parameters: every float `Param` except BatchNorm running statistics, which
+/// Burn's `num_params` includes (it gives the Keras-style count).
+#[derive(Debug, Default)]
+pub struct TrainableCount {
+    pub count: usize,
+    field: String,
+}
+
+impl<B: Backend> burn::module::ModuleVisitor<B> for TrainableCount {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.field = name.to_string();
+    }
+
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        if self.field != "running_mean" && self.field != "running_var" {
+            self.count += param.shape().num_elements();
+        }
+    }
+}
