@@ -40,6 +40,10 @@ pub struct SynthConfig {
     pub drop_frame_prob: f32,
     /// Probability that the tracker loses a moving hand for a stretch of frames.
     pub lost_hand_prob: f32,
+    /// Up to this share of a recording at each end shows the hands rising from / returning to rest.
+    pub idle_fraction: f32,
+    /// Largest departure of a signer's timing from linear (0 = constant speed).
+    pub time_warp: f32,
 }
 
 impl Default for SynthConfig {
@@ -51,9 +55,11 @@ impl Default for SynthConfig {
             min_frames: 20,
             max_frames: 60,
             seed: 7,
-            noise: 0.004,
+            noise: 0.006,
             drop_frame_prob: 0.05,
             lost_hand_prob: 0.25,
+            idle_fraction: 0.2,
+            time_warp: 0.2,
         }
     }
 }
@@ -79,6 +85,12 @@ impl SynthConfig {
         }
         if !(0.0..1.0).contains(&self.drop_frame_prob) || !(0.0..=1.0).contains(&self.lost_hand_prob) {
             return err("drop_frame_prob", "probabilities must be in [0, 1)".into());
+        }
+        if !(0.0..=0.45).contains(&self.idle_fraction) {
+            return err("idle_fraction", format!("must be in [0, 0.45], got {}", self.idle_fraction));
+        }
+        if !(0.0..=0.5).contains(&self.time_warp) {
+            return err("time_warp", format!("must be in [0, 0.5], got {}", self.time_warp));
         }
         Ok(())
     }
@@ -132,11 +144,39 @@ fn shape<R: Rng>(rng: &mut R) -> HandShape {
     }
 }
 
+/// Places where signs happen (image coordinates of the dominant wrist): forehead, eye, cheek,
+/// chin, neck, chest, belly, side, neutral space in front.
+const LOCATIONS: [[f32; 2]; 9] = [
+    [0.47, 0.2],
+    [0.44, 0.25],
+    [0.4, 0.32],
+    [0.48, 0.4],
+    [0.47, 0.47],
+    [0.45, 0.58],
+    [0.47, 0.7],
+    [0.33, 0.55],
+    [0.4, 0.62],
+];
+
 fn program(seed: u64, class: usize) -> Program {
-    // Pairs (2k, 2k+1) share a program; the odd one runs it backwards.
+    // Pairs (2k, 2k+1) share a program; the odd one runs it backwards. Programs are built from a
+    // small shared vocabulary of places and hand shapes, as real signs are, so classes overlap
+    // in what any single frame shows.
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5EED_0000 ^ ((class / 2) as u64).wrapping_mul(0x9E37_79B9));
-    let point = |rng: &mut ChaCha8Rng| [rng.random_range(0.3..0.62), rng.random_range(0.22..0.72)];
-    let path = [point(&mut rng), point(&mut rng), point(&mut rng), point(&mut rng)];
+    let mut shapes_rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5A9E);
+    let vocabulary: Vec<HandShape> = (0..8).map(|_| shape(&mut shapes_rng)).collect();
+    let point = |rng: &mut ChaCha8Rng| {
+        let p = LOCATIONS[rng.random_range(0..LOCATIONS.len())];
+        [p[0] + rng.random_range(-0.03..0.03), p[1] + rng.random_range(-0.03..0.03)]
+    };
+    let (start, end) = (point(&mut rng), point(&mut rng));
+    let mid = |rng: &mut ChaCha8Rng, a: [f32; 2], b: [f32; 2], w: f32| {
+        [
+            a[0] + (b[0] - a[0]) * w + rng.random_range(-0.06..0.06),
+            a[1] + (b[1] - a[1]) * w + rng.random_range(-0.06..0.06),
+        ]
+    };
+    let path = [start, mid(&mut rng, start, end, 0.33), mid(&mut rng, start, end, 0.67), end];
     let second_hand = match rng.random_range(0..3) {
         0 => SecondHand::Resting,
         1 => SecondHand::Mirrored,
@@ -147,8 +187,8 @@ fn program(seed: u64, class: usize) -> Program {
         wiggle_amp: rng.random_range(0.0..0.05),
         wiggle_cycles: rng.random_range(0.5..3.0),
         wiggle_dir: rng.random_range(0.0..PI),
-        shape_start: shape(&mut rng),
-        shape_end: shape(&mut rng),
+        shape_start: vocabulary[rng.random_range(0..vocabulary.len())].clone(),
+        shape_end: vocabulary[rng.random_range(0..vocabulary.len())].clone(),
         second_hand,
         mouth_amp: rng.random_range(0.0..1.0),
         mouth_cycles: rng.random_range(0.5..3.0),
@@ -163,7 +203,10 @@ struct Signer {
     speed: f32,
     left_handed: bool,
     noise: f32,
-    style: [f32; 2],
+    /// Per-signer displacement of each path control point.
+    style: [[f32; 2]; 4],
+    /// How strongly this signer's timing departs from linear.
+    warp: f32,
 }
 
 fn signer(seed: u64, id: usize, cfg: &SynthConfig) -> Signer {
@@ -174,7 +217,8 @@ fn signer(seed: u64, id: usize, cfg: &SynthConfig) -> Signer {
         speed: rng.random_range(0.8..1.25),
         left_handed: rng.random::<f32>() < 0.25,
         noise: cfg.noise * rng.random_range(0.4..1.0),
-        style: [rng.random_range(-0.02..0.02), rng.random_range(-0.02..0.02)],
+        style: [(); 4].map(|_| [rng.random_range(-0.04..0.04), rng.random_range(-0.04..0.04)]),
+        warp: rng.random::<f32>() * cfg.time_warp,
     }
 }
 
@@ -263,10 +307,26 @@ pub fn generate_sequence(cfg: &SynthConfig, class: usize, signer_id: usize, repe
         (start, start + len)
     });
     let jitter = [rng.random_range(-0.01f32..0.01), rng.random_range(-0.01f32..0.01)];
+    let warp = who.warp * rng.random_range(-1.0f32..1.0);
+    // Hands rise from rest before the sign and drop back after it, for a varying share of frames.
+    let lead_in = rng.random::<f32>() * cfg.idle_fraction;
+    let lead_out = rng.random::<f32>() * cfg.idle_fraction;
+    let path: [[f32; 2]; 4] =
+        [0, 1, 2, 3].map(|k| [prog.path[k][0] + who.style[k][0], prog.path[k][1] + who.style[k][1]]);
+    let rest = [0.36f32, 0.95f32];
 
     let mut seq = LandmarkSequence::empty(frames, NUM_LANDMARKS);
     for f in 0..frames {
-        let mut t = f as f32 / (frames - 1) as f32;
+        let u = f as f32 / (frames - 1) as f32;
+        // Position within the sign proper (0..1), and how far the hand is from rest (1 = signing).
+        let (mut t, raised) = if u < lead_in {
+            (0.0, u / lead_in.max(1e-6))
+        } else if u > 1.0 - lead_out {
+            (1.0, (1.0 - u) / lead_out.max(1e-6))
+        } else {
+            ((u - lead_in) / (1.0 - lead_in - lead_out).max(1e-6), 1.0)
+        };
+        t = (t + warp * (PI * t).sin()).clamp(0.0, 1.0);
         if prog.reversed {
             t = 1.0 - t;
         }
@@ -284,10 +344,12 @@ pub fn generate_sequence(cfg: &SynthConfig, class: usize, signer_id: usize, repe
             seq.set(f, i, [q[0], q[1], 0.0]);
         }
         // Dominant (right) hand.
-        let mut w = bezier(&prog.path, t);
+        let mut w = bezier(&path, t);
         let wig = prog.wiggle_amp * (2.0 * PI * prog.wiggle_cycles * t).sin();
-        w[0] += wig * prog.wiggle_dir.cos() + who.style[0] + jitter[0];
-        w[1] += wig * prog.wiggle_dir.sin() + who.style[1] + jitter[1];
+        w[0] += wig * prog.wiggle_dir.cos() + jitter[0];
+        w[1] += wig * prog.wiggle_dir.sin() + jitter[1];
+        let ease = raised * raised * (3.0 - 2.0 * raised);
+        w = [rest[0] + (w[0] - rest[0]) * ease, rest[1] + (w[1] - rest[1]) * ease];
         let hs = lerp_shape(&prog.shape_start, &prog.shape_end, t);
         let wr = tr(w);
         let hand_size = who.scale;
@@ -462,7 +524,14 @@ mod tests {
 
     #[test]
     fn paired_classes_are_time_reverses() {
-        let cfg = SynthConfig { noise: 0.0, drop_frame_prob: 0.0, lost_hand_prob: 0.0, ..small() };
+        let cfg = SynthConfig {
+            noise: 0.0,
+            drop_frame_prob: 0.0,
+            lost_hand_prob: 0.0,
+            idle_fraction: 0.0,
+            time_warp: 0.0,
+            ..small()
+        };
         let a = generate_sequence(&cfg, 2, 0, 0);
         let b = generate_sequence(&cfg, 3, 0, 0);
         // The first frame of one is the last of the other, up to a per-recording jitter of 0.02.
@@ -491,5 +560,7 @@ mod tests {
         assert_eq!(err.to_string(), "config key `synthetic.classes`: need at least 2 classes, got 1");
         let err = SynthConfig { min_frames: 50, max_frames: 10, ..Default::default() }.validate().unwrap_err();
         assert!(err.to_string().contains("synthetic.min_frames"));
+        let err = SynthConfig { idle_fraction: 0.6, ..Default::default() }.validate().unwrap_err();
+        assert_eq!(err.to_string(), "config key `synthetic.idle_fraction`: must be in [0, 0.45], got 0.6");
     }
 }
