@@ -23,5 +23,9 @@ run "$BIN/device" select --device wgpu
 run "$BIN/device" check --device cuda --size 4096
 run "$BIN/device" check --device cuda --size 4096 --json
 run "$BIN/device" check --device wgpu --size 1024
+# 5 s of NVML samples while the GPU is busy with repeated large matmuls.
+( for _ in 1 2 3; do "$BIN/device" check --device cuda --size 8192 >/dev/null 2>&1; done ) &
+load=$!
 run "$BIN/device" monitor --interval-ms 250 --duration-s 5 --out "$OUT/monitor.csv"
+wait $load
 echo "outputs in $OUT"
