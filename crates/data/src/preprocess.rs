@@ -270,7 +270,7 @@ impl Preprocessor {
             }
             Sample::Features(seq) => (seq.frames(), seq.data.clone()),
         };
-        let width = if frames == 0 { 0 } else { per_frame.len() / frames };
+        let width = per_frame.len().checked_div(frames).unwrap_or(0);
         let window = self.config.window;
         let (fitted, valid) = fit_window(&per_frame, frames, width, window, self.config.long_sequences, rng);
         let out_width = if self.config.time_differences { width * 3 } else { width };

@@ -71,7 +71,7 @@ fn round_trip_generator_parquet_reader_preprocess_batch() {
     // Bool storage differs between backends: read the mask back as float.
     let mask = b.pad_mask.float().into_data().to_vec::<f32>().unwrap();
     assert_eq!(mask, hb.pad_mask.iter().map(|&m| m as u8 as f32).collect::<Vec<_>>());
-    assert!(mask.iter().any(|&m| m == 1.0), "a 30-frame-max sequence in a 32 window has padding");
+    assert!(mask.contains(&1.0), "a 30-frame-max sequence in a 32 window has padding");
 }
 
 #[test]
@@ -219,7 +219,7 @@ fn npy_layout_reads_features_and_landmarks_and_rejects_bad_files() {
 
     // A landmark array [frames, 75, 3] and a wrong-width sequence in one dataset: with Fail the
     // mismatch is an error that names both files; with Skip the file is reported and left out.
-    data::npy::write_npy(&d.join("3.npy"), &[4, 7], &vec![0.5; 28]).unwrap();
+    data::npy::write_npy(&d.join("3.npy"), &[4, 7], &[0.5; 28]).unwrap();
     std::fs::write(d.join("labels.csv"), format!("{csv}3.npy,nod,s3\n")).unwrap();
     let idx = index::open(d).unwrap();
     let fail = LoadOptions { on_error: OnError::Fail, ..Default::default() };
@@ -237,7 +237,7 @@ fn npy_layout_reads_features_and_landmarks_and_rejects_bad_files() {
 
     // Truncated data, wrong dtype, not npy at all.
     let f = d.join("trunc.npy");
-    data::npy::write_npy(&f, &[4, 5], &vec![1.0; 20]).unwrap();
+    data::npy::write_npy(&f, &[4, 5], &[1.0; 20]).unwrap();
     let bytes = std::fs::read(&f).unwrap();
     std::fs::write(&f, &bytes[..bytes.len() - 8]).unwrap();
     let err = data::npy::read_npy(&f).unwrap_err().to_string();

@@ -148,11 +148,7 @@ impl GpuMonitor {
     /// Start sampling every `interval`, appending rows to `csv` if given (written to
     /// `<csv>.partial` and renamed into place on stop, so a reader never sees half a file).
     pub fn start(interval: Duration, csv: Option<&Path>) -> Result<Self> {
-        let reason = match nvml_available() {
-            Ok(()) => None,
-            Err(reason) => Some(reason),
-        };
-        if let Some(reason) = reason {
+        if let Err(reason) = nvml_available() {
             tracing::debug!("GPU monitor unavailable: {reason}");
             return Ok(Self { stop_tx: None, handle: None, unavailable: Some(reason) });
         }

@@ -132,6 +132,8 @@ impl ModelConfig {
 }
 
 /// Any SignFlow architecture, chosen at run time.
+// One model exists per process; boxing the variants would only add indirection to `Module` code.
+#[allow(clippy::large_enum_variant)]
 #[derive(Module, Debug)]
 pub enum SignModel<B: Backend> {
     ConvTransformer(ConvTransformer<B>),
