@@ -47,10 +47,14 @@ pub fn read_npy(path: &Path) -> Result<Sample> {
         .map(|s| s.trim().parse::<usize>().map_err(|_| bad(format!("bad shape {shape}"))))
         .collect::<Result<_>>()?;
     let body = &bytes[start + header_len..];
-    let count: usize = shape.iter().product();
+    // Checked: a corrupt header must not make us allocate (or wrap around to) a bogus size.
+    let count = shape
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| bad(format!("shape {shape:?} is too large")))?;
     let values: Vec<f32> = match descr {
         "<f4" | "|f4" => {
-            let need = count * 4;
+            let need = count.checked_mul(4).ok_or_else(|| bad(format!("shape {shape:?} is too large")))?;
             if body.len() < need {
                 return Err(bad(format!(
                     "data truncated: shape {shape:?} needs {need} bytes, file has {}",
@@ -60,7 +64,7 @@ pub fn read_npy(path: &Path) -> Result<Sample> {
             body[..need].chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
         }
         "<f8" => {
-            let need = count * 8;
+            let need = count.checked_mul(8).ok_or_else(|| bad(format!("shape {shape:?} is too large")))?;
             if body.len() < need {
                 return Err(bad(format!(
                     "data truncated: shape {shape:?} needs {need} bytes, file has {}",
@@ -121,4 +125,25 @@ pub fn write_npy(path: &Path, shape: &[usize], data: &[f32]) -> Result<()> {
         out.extend_from_slice(&v.to_le_bytes());
     }
     write_atomic(path, &out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absurd_shapes_are_errors_not_allocations() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.npy");
+        write_npy(&p, &[2, 3], &[0.0; 6]).unwrap();
+        let mut bytes = std::fs::read(&p).unwrap();
+        let at = bytes.windows(6).position(|w| w == b"(2, 3)").unwrap();
+        bytes.splice(at..at + 6, b"(99999999999, 99999999999)".iter().copied());
+        // Keep the header length field consistent with the longer header.
+        let new_len = (u16::from_le_bytes([bytes[8], bytes[9]]) as usize + 20) as u16;
+        bytes[8..10].copy_from_slice(&new_len.to_le_bytes());
+        std::fs::write(&p, &bytes).unwrap();
+        let err = read_npy(&p).unwrap_err().to_string();
+        assert!(err.contains("too large") || err.contains("data truncated"), "{err}");
+    }
 }
