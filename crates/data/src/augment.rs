@@ -93,9 +93,8 @@ impl Augmenter {
                     cutout(seq, c.cutout_fraction, rng);
                 }
                 if rng.random::<f32>() < c.speed_prob {
-                    let factor = uniform(rng, c.speed[0], c.speed[1]);
                     let frames = seq.frames();
-                    let target = ((frames as f32 / factor).round() as usize).max(1);
+                    let target = self.speed_target(frames, rng);
                     seq.xyz = resample(&seq.xyz, frames, seq.points * 3, target);
                     seq.frame_ids = (0..target as i32).collect();
                 }
@@ -106,9 +105,8 @@ impl Augmenter {
             }
             Sample::Features(seq) => {
                 if rng.random::<f32>() < c.speed_prob {
-                    let factor = uniform(rng, c.speed[0], c.speed[1]);
                     let frames = seq.frames();
-                    let target = ((frames as f32 / factor).round() as usize).max(1);
+                    let target = self.speed_target(frames, rng);
                     *seq = FeatureSequence {
                         features: seq.features,
                         data: resample(&seq.data, frames, seq.features, target),
@@ -119,6 +117,12 @@ impl Augmenter {
                 }
             }
         }
+    }
+
+    /// Frame count after a random speed change of a `frames`-long sequence (at least 1).
+    fn speed_target<R: Rng>(&self, frames: usize, rng: &mut R) -> usize {
+        let factor = uniform(rng, self.config.speed[0], self.config.speed[1]);
+        ((frames as f32 / factor).round() as usize).max(1)
     }
 
     fn affine<R: Rng>(&self, seq: &mut LandmarkSequence, rng: &mut R) {
