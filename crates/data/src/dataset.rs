@@ -333,6 +333,25 @@ fn read_cache(path: &Path, key: u64) -> Result<SignDataset> {
     Ok(SignDataset { labels: Vec::new(), items, features: meta.features, skipped: meta.skipped, from_cache: true })
 }
 
+/// A subset of a loaded dataset (e.g. the training split) as a Burn [`burn_dataset::Dataset`],
+/// for code built on Burn's dataset combinators. Items are normalized samples (stage 1); batch them
+/// with [`crate::loader::ItemBatcher`].
+#[derive(Debug, Clone)]
+pub struct DatasetSplit {
+    pub data: std::sync::Arc<SignDataset>,
+    pub indices: Vec<usize>,
+}
+
+impl burn_dataset::Dataset<Item> for DatasetSplit {
+    fn get(&self, index: usize) -> Option<Item> {
+        self.indices.get(index).and_then(|&i| self.data.items.get(i)).cloned()
+    }
+
+    fn len(&self) -> usize {
+        self.indices.len()
+    }
+}
+
 /// Per-class counts, for reports.
 pub fn class_counts(items: &[Item], indices: &[usize]) -> HashMap<usize, usize> {
     let mut m = HashMap::new();

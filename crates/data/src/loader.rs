@@ -74,9 +74,10 @@ impl HostBatch {
 
 /// Turns dataset items into host batches (augmentation + preprocessing stage 2).
 ///
-/// Burn's own `Dataset`/`Batcher`/`DataLoader` live behind burn's `dataset` feature, which pulls a
-/// bundled SQLite and image codecs into every build, and its loader cannot restart mid-epoch with
-/// the same batches; [`EpochLoader`] does both jobs here.
+/// Burn's `Batcher`/`DataLoader` live behind burn's `dataset` feature, which (with burn's default
+/// features) pulls a bundled SQLite and image codecs into every build, and its loader cannot restart
+/// mid-epoch with the same batches; [`EpochLoader`] does that job here. Burn's `Dataset` trait is
+/// implemented by [`crate::dataset::DatasetSplit`].
 #[derive(Debug, Clone)]
 pub struct ItemBatcher {
     pub preprocessor: Arc<Preprocessor>,
@@ -105,6 +106,14 @@ impl ItemBatcher {
             }
             None => self.preprocessor.finish::<ChaCha8Rng>(&item.sample, None),
         }
+    }
+
+    /// Batch items taken from anywhere (e.g. a Burn `Dataset`), without augmentation randomness
+    /// tied to dataset positions: item `k` of the list uses position `k`.
+    pub fn batch_items(&self, items: &[Item], epoch: usize) -> HostBatch {
+        let prepared: Vec<Prepared> = items.iter().enumerate().map(|(k, it)| self.prepare(it, epoch, k)).collect();
+        let labels: Vec<usize> = items.iter().map(|i| i.label).collect();
+        HostBatch::from_prepared(&prepared, &labels, (0..items.len()).collect())
     }
 
     pub fn host_batch(&self, data: &SignDataset, indices: &[usize], epoch: usize) -> HostBatch {

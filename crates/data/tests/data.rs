@@ -409,3 +409,25 @@ fn synthetic_signs_need_motion_to_be_told_apart() {
     assert!(whole >= 0.4, "whole-window accuracy {whole}");
     assert!(one_frame + 0.15 <= whole, "one frame {one_frame} vs whole {whole}");
 }
+
+#[test]
+fn splits_are_burn_datasets_and_batch_like_the_loader() {
+    use burn_dataset::Dataset;
+    let dir = tempfile::tempdir().unwrap();
+    generate(dir.path(), &tiny(), false).unwrap();
+    let idx = index::open(dir.path()).unwrap();
+    let pre = Preprocessor::new(PreprocessConfig { window: 16, ..Default::default() }).unwrap();
+    let ds = Arc::new(SignDataset::load(&idx, &pre, &LoadOptions::default()).unwrap());
+    let (train, _) = ds.split_by_group(0.34, 0);
+    let split = data::dataset::DatasetSplit { data: ds.clone(), indices: train.clone() };
+    assert_eq!(split.len(), train.len());
+    assert!(split.get(train.len()).is_none());
+    let first = split.get(0).unwrap();
+    assert_eq!(first.path, ds.items[train[0]].path);
+    // Burn's combinators work on it.
+    let shuffled = burn_dataset::transform::ShuffledDataset::new(split.clone(), 1);
+    assert_eq!(shuffled.len(), train.len());
+    let items: Vec<_> = split.iter().take(3).collect();
+    let batcher = ItemBatcher { preprocessor: Arc::new(pre), augmenter: None, seed: 0 };
+    assert_eq!(batcher.batch_items(&items, 0).inputs, batcher.host_batch(&ds, &train[..3], 0).inputs);
+}
