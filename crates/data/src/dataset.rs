@@ -195,19 +195,10 @@ impl SignDataset {
         self.labels.len()
     }
 
-    /// Split item positions by group (see [`DatasetIndex::split_by_group`]).
+    /// Split item positions by group (see [`crate::index::split_by_group`]).
     pub fn split_by_group(&self, valid_fraction: f64, seed: u64) -> (Vec<usize>, Vec<usize>) {
-        let view = DatasetIndex {
-            root: PathBuf::new(),
-            format: Format::Npy,
-            labels: Vec::new(),
-            entries: self
-                .items
-                .iter()
-                .map(|i| crate::index::Entry { path: i.path.clone(), label: i.label, group: i.group.clone() })
-                .collect(),
-        };
-        view.split_by_group(valid_fraction, seed)
+        let groups: Vec<&str> = self.items.iter().map(|i| i.group.as_str()).collect();
+        crate::index::split_by_group(&groups, valid_fraction, seed)
     }
 }
 
@@ -236,20 +227,17 @@ fn cache_key(index: &DatasetIndex, pre: &Preprocessor) -> u64 {
     h.0
 }
 
+/// FNV-1a over a sequence of fields, with a separator mix after each so field boundaries count.
 #[derive(Debug)]
 struct Fnv(u64);
 impl Default for Fnv {
     fn default() -> Self {
-        Self(0xcbf29ce484222325)
+        Self(crate::index::FNV_OFFSET)
     }
 }
 impl Fnv {
     fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 ^= *b as u64;
-            self.0 = self.0.wrapping_mul(0x100000001b3);
-        }
-        self.0 = self.0.wrapping_mul(0x100000001b3) ^ 0xff;
+        self.0 = crate::index::fnv1a(self.0, bytes).wrapping_mul(0x100000001b3) ^ 0xff;
     }
 }
 

@@ -177,50 +177,65 @@ fn read_npy_dir(root: &Path) -> Result<DatasetIndex> {
 }
 
 impl DatasetIndex {
-    /// Split by group: groups are hashed deterministically with `seed`, and about `fraction` of
-    /// them go to validation, so no signer appears on both sides. Returns (train, valid) entry
-    /// indices. With a single group, falls back to a per-entry split.
+    /// Split entries by group (see [`split_by_group`]). Returns (train, valid) entry indices.
     pub fn split_by_group(&self, fraction: f64, seed: u64) -> (Vec<usize>, Vec<usize>) {
-        let mut groups: Vec<&str> = self.entries.iter().map(|e| e.group.as_str()).collect();
-        groups.sort();
-        groups.dedup();
-        let fraction = fraction.clamp(0.0, 1.0);
-        let mut train = Vec::new();
-        let mut valid = Vec::new();
-        if groups.len() < 2 {
-            for i in 0..self.entries.len() {
-                if unit_hash(&i.to_string(), seed) < fraction {
-                    valid.push(i)
-                } else {
-                    train.push(i)
-                }
-            }
-            return (train, valid);
-        }
-        // Rank groups by hash and take the first ceil(fraction * groups) for validation, so the
-        // validation set is never empty when fraction > 0.
-        let mut ranked: Vec<(f64, &str)> = groups.iter().map(|g| (unit_hash(g, seed), *g)).collect();
-        ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(b.1)));
-        let n_valid = ((groups.len() as f64 * fraction).ceil() as usize).min(groups.len() - 1);
-        let valid_groups: std::collections::HashSet<&str> = ranked.iter().take(n_valid).map(|(_, g)| *g).collect();
-        for (i, e) in self.entries.iter().enumerate() {
-            if valid_groups.contains(e.group.as_str()) {
+        let groups: Vec<&str> = self.entries.iter().map(|e| e.group.as_str()).collect();
+        split_by_group(&groups, fraction, seed)
+    }
+}
+
+/// Split positions by their group (`groups[i]` is the group of position `i`): groups are hashed
+/// deterministically with `seed`, and about `fraction` of them go to validation, so no signer
+/// appears on both sides. Returns (train, valid) positions. With a single group, falls back to a
+/// per-position split.
+pub fn split_by_group(groups: &[&str], fraction: f64, seed: u64) -> (Vec<usize>, Vec<usize>) {
+    let mut distinct: Vec<&str> = groups.to_vec();
+    distinct.sort();
+    distinct.dedup();
+    let fraction = fraction.clamp(0.0, 1.0);
+    let mut train = Vec::new();
+    let mut valid = Vec::new();
+    if distinct.len() < 2 {
+        for i in 0..groups.len() {
+            if unit_hash(&i.to_string(), seed) < fraction {
                 valid.push(i)
             } else {
                 train.push(i)
             }
         }
-        (train, valid)
+        return (train, valid);
     }
+    // Rank groups by hash and take the first ceil(fraction * groups) for validation, so the
+    // validation set is never empty when fraction > 0.
+    let mut ranked: Vec<(f64, &str)> = distinct.iter().map(|g| (unit_hash(g, seed), *g)).collect();
+    ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(b.1)));
+    let n_valid = ((distinct.len() as f64 * fraction).ceil() as usize).min(distinct.len() - 1);
+    let valid_groups: std::collections::HashSet<&str> = ranked.iter().take(n_valid).map(|(_, g)| *g).collect();
+    for (i, g) in groups.iter().enumerate() {
+        if valid_groups.contains(g) {
+            valid.push(i)
+        } else {
+            train.push(i)
+        }
+    }
+    (train, valid)
 }
 
-/// A deterministic hash of `s` mapped to [0, 1) (FNV-1a, stable across platforms and versions).
-fn unit_hash(s: &str, seed: u64) -> f64 {
-    let mut h: u64 = 0xcbf29ce484222325 ^ seed.wrapping_mul(0x9E3779B97F4A7C15);
-    for b in s.bytes() {
-        h ^= b as u64;
+/// FNV-1a offset basis.
+pub(crate) const FNV_OFFSET: u64 = 0xcbf29ce484222325;
+
+/// Fold `bytes` into an FNV-1a state (stable across platforms and versions).
+pub(crate) fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
+    for b in bytes {
+        h ^= *b as u64;
         h = h.wrapping_mul(0x100000001b3);
     }
+    h
+}
+
+/// A deterministic hash of `s` mapped to [0, 1) (seeded FNV-1a with a final mix).
+fn unit_hash(s: &str, seed: u64) -> f64 {
+    let mut h = fnv1a(FNV_OFFSET ^ seed.wrapping_mul(0x9E3779B97F4A7C15), s.as_bytes());
     h ^= h >> 33;
     h = h.wrapping_mul(0xff51afd7ed558ccd);
     h ^= h >> 33;
