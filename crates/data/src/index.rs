@@ -222,10 +222,10 @@ pub fn split_by_group(groups: &[&str], fraction: f64, seed: u64) -> (Vec<usize>,
 }
 
 /// FNV-1a offset basis.
-pub(crate) const FNV_OFFSET: u64 = 0xcbf29ce484222325;
+pub const FNV_OFFSET: u64 = 0xcbf29ce484222325;
 
 /// Fold `bytes` into an FNV-1a state (stable across platforms and versions).
-pub(crate) fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
+pub fn fnv1a(mut h: u64, bytes: &[u8]) -> u64 {
     for b in bytes {
         h ^= *b as u64;
         h = h.wrapping_mul(0x100000001b3);

@@ -1,0 +1,165 @@
+//! Checkpoints: model, optimizer state and loop state, written atomically; exact resume.
+//!
+//! Nothing random is stored: model init, data order, augmentation and dropout are all seeded from
+//! (seed, epoch, step), so the loop state below is enough to continue bit for bit on the CPU.
+
+use std::path::{Path, PathBuf};
+
+use models::SignModel;
+use serde::{Deserialize, Serialize};
+
+use crate::optim::Optim;
+use crate::rundir::{self, StagedDir, CHECKPOINTS_DIR};
+use crate::{Result, TrainBackend, TrainError};
+
+pub const STATE_FORMAT: u32 = 1;
+
+/// One epoch's figures (also the `kind=epoch` rows of `metrics.csv`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpochRecord {
+    /// 1-based.
+    pub epoch: usize,
+    pub step: usize,
+    pub train_loss: f64,
+    pub train_top1: f64,
+    pub valid_loss: Option<f64>,
+    pub valid_top1: Option<f64>,
+    pub valid_top5: Option<f64>,
+    pub lr: f64,
+    pub samples_per_s: f64,
+    pub elapsed_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BestRecord {
+    pub epoch: usize,
+    pub step: usize,
+    pub metric: String,
+    pub value: f64,
+}
+
+/// What identifies the model's shapes; a resume with a different one is refused.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelSignature {
+    pub kind: String,
+    pub input_features: usize,
+    pub classes: usize,
+    pub trainable_params: usize,
+    /// The `[model]` section as TOML.
+    pub config: String,
+}
+
+/// The loop's position and history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainState {
+    pub format: u32,
+    /// Optimizer steps done.
+    pub step: usize,
+    /// The epoch in progress (0-based).
+    pub epoch: usize,
+    /// Micro-batches of `epoch` already consumed.
+    pub batch_in_epoch: usize,
+    pub samples: u64,
+    pub best: Option<BestRecord>,
+    /// Epochs since the best one (early stopping).
+    pub epochs_since_best: usize,
+    pub history: Vec<EpochRecord>,
+    /// Training time before this process (for throughput over resumes).
+    pub elapsed_s: f64,
+    pub skipped_steps: usize,
+    pub signature: ModelSignature,
+}
+
+impl TrainState {
+    pub fn new(signature: ModelSignature) -> Self {
+        Self {
+            format: STATE_FORMAT,
+            step: 0,
+            epoch: 0,
+            batch_in_epoch: 0,
+            samples: 0,
+            best: None,
+            epochs_since_best: 0,
+            history: Vec::new(),
+            elapsed_s: 0.0,
+            skipped_steps: 0,
+            signature,
+        }
+    }
+}
+
+pub fn checkpoints_dir(run_dir: &Path) -> PathBuf {
+    run_dir.join(CHECKPOINTS_DIR)
+}
+
+/// Write a step checkpoint and keep only the newest `keep_last`.
+pub fn save(
+    run_dir: &Path,
+    model: &SignModel<TrainBackend>,
+    optim: &Optim,
+    state: &TrainState,
+    keep_last: usize,
+) -> Result<PathBuf> {
+    let dir = checkpoints_dir(run_dir);
+    std::fs::create_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
+    let staged = StagedDir::new(&dir.join(format!("step-{:08}", state.step)))?;
+    rundir::save_weights(model, &staged.tmp)?;
+    optim.save(&staged.tmp.join("optim"))?;
+    fault_pause("SIGNFLOW_FAULT_CHECKPOINT_PAUSE_MS");
+    rundir::write_json(&staged.tmp.join("state.json"), state)?;
+    let path = staged.commit()?;
+    let mut all = list(run_dir);
+    while all.len() > keep_last.max(1) {
+        let (_, old) = all.remove(0);
+        let _ = std::fs::remove_dir_all(old);
+    }
+    Ok(path)
+}
+
+/// Save the best model so far (weights + state).
+pub fn save_best(run_dir: &Path, model: &SignModel<TrainBackend>, state: &TrainState) -> Result<PathBuf> {
+    let dir = checkpoints_dir(run_dir);
+    std::fs::create_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
+    let staged = StagedDir::new(&dir.join("best"))?;
+    rundir::save_weights(model, &staged.tmp)?;
+    rundir::write_json(&staged.tmp.join("state.json"), state)?;
+    staged.commit()
+}
+
+/// Complete step checkpoints, oldest first.
+pub fn list(run_dir: &Path) -> Vec<(usize, PathBuf)> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(checkpoints_dir(run_dir)) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            if let Some(step) = name.strip_prefix("step-").and_then(|s| s.parse::<usize>().ok()) {
+                if e.path().join("state.json").is_file() {
+                    out.push((step, e.path()));
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+pub fn read_state(dir: &Path) -> Result<TrainState> {
+    let path = dir.join("state.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| TrainError::io(&path, e))?;
+    let state: TrainState = serde_json::from_str(&text)
+        .map_err(|e| TrainError::Checkpoint { path: path.clone(), message: format!("unreadable state: {e}") })?;
+    if state.format != STATE_FORMAT {
+        return Err(TrainError::Checkpoint {
+            path,
+            message: format!("state format {} is not supported (expected {STATE_FORMAT})", state.format),
+        });
+    }
+    Ok(state)
+}
+
+/// Test hook: sleep inside a checkpoint write so a test can kill the process mid-write.
+fn fault_pause(var: &str) {
+    if let Some(ms) = std::env::var(var).ok().and_then(|v| v.parse::<u64>().ok()) {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+}

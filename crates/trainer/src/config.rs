@@ -1,0 +1,647 @@
+//! Experiment configuration: TOML sections, layering and errors that name file, key and line.
+//!
+//! Layers, lowest first: the built-in default (`configs/default.toml`, compiled in) -> `--config
+//! FILE` (repeatable) -> `--set a.b=value` (repeatable) -> flags (`--device`, `--epochs`, ...).
+//! Tables merge key by key; a layer that changes `model.kind` replaces the whole `[model]` table
+//! (keys of one architecture mean nothing to another). The merged table is deserialized once, and
+//! every error is traced back to the layer and line that set the offending key.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use data::augment::AugmentConfig;
+use data::dataset::OnError;
+use data::preprocess::PreprocessConfig;
+use data::synth::SynthConfig;
+use device::{DeviceSpec, SelectionPolicy};
+use models::ModelConfig;
+use serde::{Deserialize, Serialize};
+use toml::{Table, Value};
+
+/// The built-in default experiment, identical to `configs/default.toml`.
+pub const DEFAULT_TOML: &str = include_str!("../../../configs/default.toml");
+
+/// A whole experiment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ExperimentConfig {
+    /// Run name; run directories are `<training.out_dir>/<name>-<UTC time>`.
+    pub name: String,
+    pub data: DataConfig,
+    pub synthetic: SynthConfig,
+    pub preprocess: PreprocessConfig,
+    pub augment: AugmentConfig,
+    pub model: ModelConfig,
+    pub optimizer: OptimizerConfig,
+    pub schedule: ScheduleConfig,
+    pub training: TrainingConfig,
+    pub checkpoint: CheckpointConfig,
+    pub device: DeviceConfig,
+}
+
+impl Default for ExperimentConfig {
+    fn default() -> Self {
+        Self {
+            name: "signflow".into(),
+            data: DataConfig::default(),
+            synthetic: SynthConfig::default(),
+            preprocess: PreprocessConfig::default(),
+            augment: AugmentConfig::default(),
+            model: ModelConfig::default(),
+            optimizer: OptimizerConfig::default(),
+            schedule: ScheduleConfig::default(),
+            training: TrainingConfig::default(),
+            checkpoint: CheckpointConfig::default(),
+            device: DeviceConfig::default(),
+        }
+    }
+}
+
+/// `[data]`: where sequences come from and how they are split and loaded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DataConfig {
+    /// Dataset root (ISLR layout or npy layout). Empty = generate the `[synthetic]` dataset.
+    pub path: String,
+    /// Where generated synthetic datasets are kept (one sub-directory per `[synthetic]` setting).
+    pub synthetic_dir: String,
+    /// Preprocessed-sequence cache directory; empty disables the cache.
+    pub cache_dir: String,
+    /// Share of groups (signers) held out for validation; 0 = no validation.
+    pub valid_fraction: f64,
+    pub split_seed: u64,
+    pub on_error: OnError,
+    pub max_bad_fraction: f64,
+    /// Batch-building worker threads.
+    pub workers: usize,
+    /// Batches each worker keeps ready ahead of the training loop.
+    pub prefetch: usize,
+}
+
+impl Default for DataConfig {
+    fn default() -> Self {
+        Self {
+            path: String::new(),
+            synthetic_dir: ".signflow/synthetic".into(),
+            cache_dir: ".signflow/cache".into(),
+            valid_fraction: 0.25,
+            split_seed: 42,
+            on_error: OnError::Skip,
+            max_bad_fraction: 0.05,
+            workers: 2,
+            prefetch: 2,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OptimizerKind {
+    Adamw,
+    Sgd,
+}
+
+/// `[optimizer]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OptimizerConfig {
+    pub kind: OptimizerKind,
+    /// Peak learning rate (after warm-up).
+    pub lr: f64,
+    /// Decoupled weight decay for AdamW (multiplied by the LR), L2 penalty for SGD.
+    pub weight_decay: f64,
+    pub beta1: f64,
+    pub beta2: f64,
+    pub epsilon: f64,
+    /// SGD momentum (0 = none).
+    pub momentum: f64,
+    pub nesterov: bool,
+    /// Clip the global gradient norm to this value; 0 = no clipping.
+    pub clip_grad_norm: f64,
+}
+
+impl Default for OptimizerConfig {
+    fn default() -> Self {
+        Self {
+            kind: OptimizerKind::Adamw,
+            lr: 1e-3,
+            weight_decay: 0.05,
+            beta1: 0.9,
+            beta2: 0.999,
+            epsilon: 1e-8,
+            momentum: 0.9,
+            nesterov: false,
+            clip_grad_norm: 1.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScheduleKind {
+    /// Linear warm-up, then cosine decay to `min_lr` at the last optimizer step.
+    Cosine,
+    /// Linear warm-up, then constant.
+    Constant,
+    /// Linear warm-up, then multiply by `gamma` every `step_size` optimizer steps.
+    Step,
+}
+
+/// `[schedule]`: the LR as a function of the optimizer step (not the micro-batch).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ScheduleConfig {
+    pub kind: ScheduleKind,
+    /// Warm-up length in optimizer steps; `warmup_epochs` is used when this is 0.
+    pub warmup_steps: usize,
+    pub warmup_epochs: f64,
+    pub min_lr: f64,
+    pub step_size: usize,
+    pub gamma: f64,
+}
+
+impl Default for ScheduleConfig {
+    fn default() -> Self {
+        Self {
+            kind: ScheduleKind::Cosine,
+            warmup_steps: 0,
+            warmup_epochs: 1.0,
+            min_lr: 1e-6,
+            step_size: 1000,
+            gamma: 0.5,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    ValidLoss,
+    ValidTop1,
+}
+
+impl Metric {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::ValidLoss => "valid_loss",
+            Self::ValidTop1 => "valid_top1",
+        }
+    }
+
+    /// Whether `new` beats `best` by more than `min_delta`.
+    pub fn improves(self, new: f64, best: f64, min_delta: f64) -> bool {
+        match self {
+            Self::ValidLoss => new < best - min_delta,
+            Self::ValidTop1 => new > best + min_delta,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProgressMode {
+    /// A live bar on a terminal, plain lines otherwise.
+    Auto,
+    Bar,
+    Plain,
+    Off,
+}
+
+/// `[training]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrainingConfig {
+    pub epochs: usize,
+    /// Micro-batch size (what one forward pass sees).
+    pub batch_size: usize,
+    /// Micro-batches averaged into one optimizer step; effective batch = batch_size x this.
+    pub accumulation_steps: usize,
+    pub label_smoothing: f64,
+    /// Seeds model init, data order, augmentation and dropout.
+    pub seed: u64,
+    /// Drop an incomplete last batch of each epoch.
+    pub drop_last: bool,
+    /// Stop after this many optimizer steps (0 = no limit), e.g. for a quick throughput run.
+    pub max_steps: usize,
+    /// Epoch from which the conv-transformer's late dropout is on.
+    pub late_dropout_epoch: usize,
+    /// Log a metrics row every N optimizer steps.
+    pub log_every: usize,
+    pub early_stopping: EarlyStopping,
+    pub progress: ProgressMode,
+    /// Parent directory of run directories.
+    pub out_dir: String,
+}
+
+impl Default for TrainingConfig {
+    fn default() -> Self {
+        Self {
+            epochs: 20,
+            batch_size: 32,
+            accumulation_steps: 1,
+            label_smoothing: 0.1,
+            seed: 1,
+            drop_last: true,
+            max_steps: 0,
+            late_dropout_epoch: 0,
+            log_every: 10,
+            early_stopping: EarlyStopping::default(),
+            progress: ProgressMode::Auto,
+            out_dir: "runs".into(),
+        }
+    }
+}
+
+/// `[training.early_stopping]`: also decides which epoch is "best".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EarlyStopping {
+    pub metric: Metric,
+    /// Epochs without improvement before stopping; 0 = never stop early.
+    pub patience: usize,
+    pub min_delta: f64,
+}
+
+impl Default for EarlyStopping {
+    fn default() -> Self {
+        Self { metric: Metric::ValidTop1, patience: 0, min_delta: 0.0 }
+    }
+}
+
+/// `[checkpoint]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CheckpointConfig {
+    /// Also checkpoint every N optimizer steps (0 = only at epoch end).
+    pub every_steps: usize,
+    /// Step checkpoints kept (the best model is kept besides these).
+    pub keep_last: usize,
+}
+
+impl Default for CheckpointConfig {
+    fn default() -> Self {
+        Self { every_steps: 0, keep_last: 2 }
+    }
+}
+
+/// `[device]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DeviceConfig {
+    /// auto, cpu, cuda, cuda:N, wgpu, wgpu:N
+    pub device: DeviceSpec,
+    pub prefer: Vec<String>,
+    pub min_free_memory_mib: u64,
+    pub allow_software_wgpu: bool,
+}
+
+impl Default for DeviceConfig {
+    fn default() -> Self {
+        let p = SelectionPolicy::default();
+        Self {
+            device: DeviceSpec::Auto,
+            prefer: p.prefer,
+            min_free_memory_mib: p.min_free_memory_mib,
+            allow_software_wgpu: p.allow_software_wgpu,
+        }
+    }
+}
+
+impl DeviceConfig {
+    pub fn policy(&self) -> SelectionPolicy {
+        SelectionPolicy {
+            prefer: self.prefer.clone(),
+            min_free_memory_mib: self.min_free_memory_mib,
+            allow_software_wgpu: self.allow_software_wgpu,
+        }
+    }
+}
+
+/// Where a key's value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// A file path, `built-in default`, `--set` or a flag name.
+    pub source: String,
+    pub line: Option<usize>,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(l) => write!(f, "{}, line {l}", self.source),
+            None => f.write_str(&self.source),
+        }
+    }
+}
+
+/// A configuration error, located.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{origin}: `{key}`: {message}")]
+pub struct ConfigError {
+    pub origin: Origin,
+    /// Dotted key path (empty for whole-file errors such as TOML syntax).
+    pub key: String,
+    pub message: String,
+}
+
+/// A flag override: key path and value.
+#[derive(Debug, Clone)]
+pub struct FlagOverride {
+    pub flag: &'static str,
+    pub key: &'static str,
+    pub value: Value,
+}
+
+/// Builds an [`ExperimentConfig`] from layers, remembering where each key came from.
+#[derive(Debug, Clone)]
+pub struct ConfigBuilder {
+    merged: Table,
+    origins: BTreeMap<String, Origin>,
+}
+
+impl Default for ConfigBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ConfigBuilder {
+    /// Starts from the built-in default.
+    pub fn new() -> Self {
+        let mut b = Self { merged: Table::new(), origins: BTreeMap::new() };
+        b.add_toml(DEFAULT_TOML, "built-in default").expect("the built-in default config is valid TOML");
+        b
+    }
+
+    /// Starts from nothing but the struct defaults (for tests of single layers).
+    pub fn empty() -> Self {
+        Self { merged: Table::new(), origins: BTreeMap::new() }
+    }
+
+    /// Adds a TOML file layer.
+    pub fn add_file(&mut self, path: &Path) -> Result<&mut Self, ConfigError> {
+        let source = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            origin: Origin { source: source.clone(), line: None },
+            key: String::new(),
+            message: format!("cannot read the config file: {e}"),
+        })?;
+        self.add_toml(&text, &source)
+    }
+
+    /// Adds a layer given as TOML text; `source` names it in errors.
+    pub fn add_toml(&mut self, text: &str, source: &str) -> Result<&mut Self, ConfigError> {
+        let table: Table = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|s| line_of(text, s.start));
+            ConfigError {
+                origin: Origin { source: source.to_string(), line },
+                key: String::new(),
+                message: format!("invalid TOML: {}", e.message()),
+            }
+        })?;
+        let mut lines = BTreeMap::new();
+        if let Ok(spanned) = toml::de::DeTable::parse(text) {
+            key_lines(spanned.get_ref(), text, "", &mut lines);
+        }
+        let origins: Vec<(String, Origin)> =
+            lines.into_iter().map(|(k, l)| (k, Origin { source: source.to_string(), line: Some(l) })).collect();
+        self.merge_layer(table, origins);
+        Ok(self)
+    }
+
+    /// Adds one `--set key.path=value` override. The value is TOML (`0.1`, `true`, `"x"`,
+    /// `[1, 2]`); anything that does not parse as TOML is taken as a string.
+    pub fn add_set(&mut self, assignment: &str) -> Result<&mut Self, ConfigError> {
+        let origin = Origin { source: format!("--set {assignment}"), line: None };
+        let Some((key, raw)) = assignment.split_once('=') else {
+            return Err(ConfigError {
+                origin,
+                key: String::new(),
+                message: "expected KEY=VALUE, e.g. --set optimizer.lr=0.002".into(),
+            });
+        };
+        let key = key.trim();
+        if key.is_empty() || key.split('.').any(|p| p.trim().is_empty()) {
+            return Err(ConfigError { origin, key: key.into(), message: "empty key segment".into() });
+        }
+        let raw = raw.trim();
+        let value = toml::from_str::<Table>(&format!("v = {raw}"))
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or_else(|| Value::String(raw.to_string()));
+        self.set_value(key, value, origin);
+        Ok(self)
+    }
+
+    /// Adds a flag override (highest precedence).
+    pub fn add_flag(&mut self, flag: FlagOverride) -> &mut Self {
+        self.set_value(flag.key, flag.value, Origin { source: flag.flag.to_string(), line: None });
+        self
+    }
+
+    fn set_value(&mut self, key: &str, value: Value, origin: Origin) {
+        let parts: Vec<&str> = key.split('.').map(str::trim).collect();
+        let mut table = Table::new();
+        let mut leaf = value;
+        for part in parts[1..].iter().rev() {
+            let mut t = Table::new();
+            t.insert((*part).to_string(), leaf);
+            leaf = Value::Table(t);
+        }
+        table.insert(parts[0].to_string(), leaf);
+        self.merge_layer(table, vec![(parts.join("."), origin)]);
+    }
+
+    fn merge_layer(&mut self, layer: Table, origins: Vec<(String, Origin)>) {
+        // A new architecture replaces the whole [model] table.
+        let new_kind = layer.get("model").and_then(|m| m.get("kind")).and_then(Value::as_str);
+        let old_kind = self.merged.get("model").and_then(|m| m.get("kind")).and_then(Value::as_str);
+        if let (Some(new), Some(old)) = (new_kind, old_kind) {
+            if new != old {
+                self.merged.remove("model");
+                self.origins.retain(|k, _| !(k == "model" || k.starts_with("model.")));
+            }
+        }
+        merge(&mut self.merged, layer);
+        for (k, o) in origins {
+            self.origins.insert(k, o);
+        }
+    }
+
+    /// The merged table (what `config.toml` in a run directory holds after resolution).
+    pub fn table(&self) -> &Table {
+        &self.merged
+    }
+
+    /// Where a dotted key was last set: the key itself or its nearest ancestor.
+    pub fn origin_of(&self, key: &str) -> Origin {
+        let mut k = key.to_string();
+        loop {
+            if let Some(o) = self.origins.get(&k) {
+                return o.clone();
+            }
+            match k.rfind('.') {
+                Some(i) => k.truncate(i),
+                None => return Origin { source: "built-in default".into(), line: None },
+            }
+        }
+    }
+
+    /// Deserialize and validate the merged layers.
+    pub fn build(&self) -> Result<ExperimentConfig, ConfigError> {
+        let value = Value::Table(self.merged.clone());
+        let cfg: ExperimentConfig = serde_path_to_error::deserialize(value).map_err(|e| {
+            let mut key = e.path().to_string();
+            let message = e.inner().to_string();
+            // serde reports unknown fields at the enclosing table: name the field itself.
+            if let Some(field) = backticked_after(&message, "unknown field ") {
+                key = if key == "." || key.is_empty() { field } else { format!("{key}.{field}") };
+            } else if let Some(field) = backticked_after(&message, "missing field ") {
+                key = if key == "." || key.is_empty() { field } else { format!("{key}.{field}") };
+            }
+            let key = key.trim_start_matches('.').to_string();
+            ConfigError { origin: self.origin_of(&key), key, message: humanize(&message) }
+        })?;
+        cfg.validate().map_err(|(key, message)| ConfigError { origin: self.origin_of(&key), key, message })?;
+        Ok(cfg)
+    }
+}
+
+/// `unknown field `foo`, expected ...` -> `foo`.
+fn backticked_after(message: &str, prefix: &str) -> Option<String> {
+    let rest = message.split(prefix).nth(1)?;
+    let rest = rest.strip_prefix('`')?;
+    Some(rest.split('`').next()?.to_string())
+}
+
+fn humanize(message: &str) -> String {
+    message.replace("invalid type: ", "wrong type: ")
+}
+
+fn merge(base: &mut Table, layer: Table) {
+    for (k, v) in layer {
+        match (base.get_mut(&k), v) {
+            (Some(Value::Table(b)), Value::Table(l)) => merge(b, l),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}
+
+fn line_of(text: &str, byte: usize) -> usize {
+    text[..byte.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
+}
+
+fn key_lines(table: &toml::de::DeTable<'_>, text: &str, prefix: &str, out: &mut BTreeMap<String, usize>) {
+    for (k, v) in table.iter() {
+        let path = if prefix.is_empty() { k.get_ref().to_string() } else { format!("{prefix}.{}", k.get_ref()) };
+        out.insert(path.clone(), line_of(text, k.span().start));
+        if let Some(t) = v.get_ref().as_table() {
+            key_lines(t, text, &path, out);
+        }
+    }
+}
+
+type Invalid = (String, String);
+
+fn check(ok: bool, key: &str, message: impl FnOnce() -> String) -> Result<(), Invalid> {
+    if ok {
+        Ok(())
+    } else {
+        Err((key.to_string(), message()))
+    }
+}
+
+impl ExperimentConfig {
+    /// Range checks serde cannot do. Errors are (dotted key, message).
+    pub fn validate(&self) -> Result<(), Invalid> {
+        let d = &self.data;
+        check(!self.name.trim().is_empty() && !self.name.contains(['/', '\\']), "name", || {
+            format!("must be a non-empty name without slashes, got {:?}", self.name)
+        })?;
+        check((0.0..1.0).contains(&d.valid_fraction), "data.valid_fraction", || {
+            format!("must be in [0, 1), got {}", d.valid_fraction)
+        })?;
+        check((0.0..=1.0).contains(&d.max_bad_fraction), "data.max_bad_fraction", || {
+            format!("must be in [0, 1], got {}", d.max_bad_fraction)
+        })?;
+        check((1..=64).contains(&d.workers), "data.workers", || format!("must be in 1..=64, got {}", d.workers))?;
+        check(d.prefetch >= 1, "data.prefetch", || "must be at least 1".into())?;
+        if d.path.is_empty() {
+            self.synthetic.validate().map_err(config_key)?;
+        }
+        self.preprocess.validate().map_err(config_key)?;
+        self.model.validate().map_err(|e| match e {
+            models::ModelError::Config { key, message } => (key, message),
+            other => ("model".into(), other.to_string()),
+        })?;
+        let o = &self.optimizer;
+        check(o.lr > 0.0 && o.lr.is_finite() && o.lr < 10.0, "optimizer.lr", || {
+            format!("must be in (0, 10), got {}", o.lr)
+        })?;
+        check(o.weight_decay >= 0.0 && o.weight_decay.is_finite(), "optimizer.weight_decay", || {
+            format!("must be >= 0, got {}", o.weight_decay)
+        })?;
+        check((0.0..1.0).contains(&o.beta1), "optimizer.beta1", || format!("must be in [0, 1), got {}", o.beta1))?;
+        check((0.0..1.0).contains(&o.beta2), "optimizer.beta2", || format!("must be in [0, 1), got {}", o.beta2))?;
+        check(o.epsilon > 0.0, "optimizer.epsilon", || format!("must be > 0, got {}", o.epsilon))?;
+        check((0.0..1.0).contains(&o.momentum), "optimizer.momentum", || {
+            format!("must be in [0, 1), got {}", o.momentum)
+        })?;
+        check(o.clip_grad_norm >= 0.0, "optimizer.clip_grad_norm", || {
+            format!("must be >= 0 (0 = off), got {}", o.clip_grad_norm)
+        })?;
+        let s = &self.schedule;
+        check(s.min_lr >= 0.0 && s.min_lr <= o.lr, "schedule.min_lr", || {
+            format!("must be in [0, optimizer.lr = {}], got {}", o.lr, s.min_lr)
+        })?;
+        check(s.warmup_epochs >= 0.0, "schedule.warmup_epochs", || format!("must be >= 0, got {}", s.warmup_epochs))?;
+        check(s.step_size >= 1, "schedule.step_size", || "must be at least 1".into())?;
+        check(s.gamma > 0.0 && s.gamma <= 1.0, "schedule.gamma", || format!("must be in (0, 1], got {}", s.gamma))?;
+        let t = &self.training;
+        check((1..=100_000).contains(&t.epochs), "training.epochs", || {
+            format!("must be in 1..=100000, got {}", t.epochs)
+        })?;
+        check((1..=65_536).contains(&t.batch_size), "training.batch_size", || {
+            format!("must be in 1..=65536, got {}", t.batch_size)
+        })?;
+        check((1..=4096).contains(&t.accumulation_steps), "training.accumulation_steps", || {
+            format!("must be in 1..=4096, got {}", t.accumulation_steps)
+        })?;
+        check((0.0..1.0).contains(&t.label_smoothing), "training.label_smoothing", || {
+            format!("must be in [0, 1), got {}", t.label_smoothing)
+        })?;
+        check(t.log_every >= 1, "training.log_every", || "must be at least 1".into())?;
+        check(t.early_stopping.min_delta >= 0.0, "training.early_stopping.min_delta", || "must be >= 0".into())?;
+        check(!t.out_dir.is_empty(), "training.out_dir", || "must not be empty".into())?;
+        check(self.checkpoint.keep_last >= 1, "checkpoint.keep_last", || {
+            "must be at least 1 (the last checkpoint is what --resume continues from)".into()
+        })?;
+        Ok(())
+    }
+
+    /// The resolved config as TOML (written to `config.toml` in the run directory).
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("experiment configs serialize to TOML")
+    }
+
+    /// Parse a resolved `config.toml` (e.g. from a run directory).
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let mut b = ConfigBuilder::empty();
+        b.add_file(path)?;
+        b.build()
+    }
+
+    pub fn data_path(&self) -> Option<PathBuf> {
+        (!self.data.path.is_empty()).then(|| PathBuf::from(&self.data.path))
+    }
+}
+
+fn config_key(e: data::DataError) -> Invalid {
+    match e {
+        data::DataError::Config { key, message } => (key, message),
+        other => (String::new(), other.to_string()),
+    }
+}

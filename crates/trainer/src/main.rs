@@ -1,0 +1,144 @@
+//! `trainer`: train sign-language models from config files.
+//!
+//! `cargo run --release -p trainer -- --device auto` trains the built-in default experiment on a
+//! synthetic dataset (generated once). See `trainer --help`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use trainer::config::{ConfigBuilder, FlagOverride};
+use trainer::{RunOptions, TrainError};
+
+/// Train SignFlow models. Config layers: built-in default -> --config FILE -> --set KEY=VALUE -> flags.
+#[derive(Parser)]
+#[command(name = "trainer", version, args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    train: TrainArgs,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Train (the default when no subcommand is given).
+    Train(TrainArgs),
+    /// Print the resolved config (all layers applied) as TOML and exit.
+    Config(TrainArgs),
+    /// Write the `[synthetic]` dataset of the resolved config to a directory (ISLR layout).
+    Generate {
+        #[command(flatten)]
+        layers: TrainArgs,
+        /// Output directory.
+        #[arg(long)]
+        to: PathBuf,
+    },
+}
+
+#[derive(Args, Clone, Default)]
+struct TrainArgs {
+    /// Experiment file (TOML); repeatable, later files override earlier ones.
+    #[arg(long = "config", value_name = "FILE")]
+    configs: Vec<PathBuf>,
+    /// Override one key, e.g. --set optimizer.lr=0.002 (repeatable; value is TOML).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+    /// auto, cpu, cuda, cuda:N, wgpu, wgpu:N (sets device.device).
+    #[arg(long)]
+    device: Option<String>,
+    /// Sets training.epochs.
+    #[arg(long)]
+    epochs: Option<i64>,
+    /// Sets training.batch_size (the micro-batch).
+    #[arg(long)]
+    batch_size: Option<i64>,
+    /// Sets training.seed.
+    #[arg(long)]
+    seed: Option<i64>,
+    /// Run directory (default: <training.out_dir>/<name>-<UTC time>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Continue the run in RUN_DIR from its last complete checkpoint; its config.toml is the base layer.
+    #[arg(long, value_name = "RUN_DIR")]
+    resume: Option<PathBuf>,
+}
+
+impl TrainArgs {
+    fn builder(&self) -> Result<ConfigBuilder, TrainError> {
+        let mut b = match &self.resume {
+            Some(run) => {
+                let mut b = ConfigBuilder::new();
+                b.add_file(&run.join(trainer::rundir::CONFIG_FILE))?;
+                b
+            }
+            None => ConfigBuilder::new(),
+        };
+        for f in &self.configs {
+            b.add_file(f)?;
+        }
+        for s in &self.sets {
+            b.add_set(s)?;
+        }
+        let mut flag = |flag: &'static str, key: &'static str, value: toml::Value| {
+            b.add_flag(FlagOverride { flag, key, value });
+        };
+        if let Some(d) = &self.device {
+            flag("--device", "device.device", toml::Value::String(d.clone()));
+        }
+        if let Some(e) = self.epochs {
+            flag("--epochs", "training.epochs", toml::Value::Integer(e));
+        }
+        if let Some(bs) = self.batch_size {
+            flag("--batch-size", "training.batch_size", toml::Value::Integer(bs));
+        }
+        if let Some(s) = self.seed {
+            flag("--seed", "training.seed", toml::Value::Integer(s));
+        }
+        Ok(b)
+    }
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match real_main(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(if matches!(e, TrainError::Config(_)) { 2 } else { 1 })
+        }
+    }
+}
+
+fn real_main(cli: Cli) -> Result<(), TrainError> {
+    match cli.command {
+        None => train(&cli.train),
+        Some(Command::Train(args)) => train(&args),
+        Some(Command::Config(args)) => {
+            let cfg = args.builder()?.build()?;
+            print!("{}", cfg.to_toml());
+            Ok(())
+        }
+        Some(Command::Generate { layers, to }) => {
+            let cfg = layers.builder()?.build()?;
+            let out = data::synth::generate(&to, &cfg.synthetic, true)?;
+            println!("wrote {} sequences of {} classes to {}", out.sequences, out.labels.len(), to.display());
+            Ok(())
+        }
+    }
+}
+
+fn train(args: &TrainArgs) -> Result<(), TrainError> {
+    let cfg = args.builder()?.build()?;
+    let opts = RunOptions {
+        run_dir: args.resume.clone().or_else(|| args.out.clone()),
+        resume: args.resume.is_some(),
+        stop_after_steps: None,
+    };
+    trainer::run(cfg, opts)?;
+    Ok(())
+}

@@ -1,0 +1,139 @@
+//! `metrics.csv` (append-only, flushed per row), `events.jsonl`, and the final `summary.json`.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::{Result, TrainError};
+
+pub const HEADER: &str =
+    "kind,epoch,step,samples,loss,top1,lr,grad_norm,samples_per_s,valid_loss,valid_top1,valid_top5,elapsed_s";
+const COLUMNS: usize = 13;
+
+/// One row; `None` leaves the cell empty.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Row {
+    pub kind: &'static str,
+    pub epoch: usize,
+    pub step: usize,
+    pub samples: u64,
+    pub loss: Option<f64>,
+    pub top1: Option<f64>,
+    pub lr: Option<f64>,
+    pub grad_norm: Option<f64>,
+    pub samples_per_s: Option<f64>,
+    pub valid_loss: Option<f64>,
+    pub valid_top1: Option<f64>,
+    pub valid_top5: Option<f64>,
+    pub elapsed_s: f64,
+}
+
+fn cell(v: Option<f64>) -> String {
+    v.map(|x| format!("{x:.6}")).unwrap_or_default()
+}
+
+impl Row {
+    fn line(&self) -> String {
+        format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{},{:.3}\n",
+            self.kind,
+            self.epoch,
+            self.step,
+            self.samples,
+            cell(self.loss),
+            cell(self.top1),
+            self.lr.map(|x| format!("{x:.6e}")).unwrap_or_default(),
+            cell(self.grad_norm),
+            self.samples_per_s.map(|x| format!("{x:.1}")).unwrap_or_default(),
+            cell(self.valid_loss),
+            cell(self.valid_top1),
+            cell(self.valid_top5),
+            self.elapsed_s
+        )
+    }
+}
+
+#[derive(Debug)]
+pub struct MetricsWriter {
+    path: PathBuf,
+    file: File,
+    events: File,
+}
+
+impl MetricsWriter {
+    /// Open the run's metrics. When resuming at optimizer step `resume_step`, rows logged after
+    /// it by the interrupted process (and a torn last line) are dropped first, so the file reads
+    /// as one uninterrupted run.
+    pub fn open(run_dir: &Path, resume_step: Option<usize>) -> Result<Self> {
+        let path = run_dir.join(crate::rundir::METRICS_FILE);
+        match resume_step {
+            Some(step) if path.is_file() => {
+                let text = std::fs::read_to_string(&path).map_err(|e| TrainError::io(&path, e))?;
+                let mut kept = String::from(HEADER);
+                kept.push('\n');
+                for line in text.lines().skip(1) {
+                    let cells: Vec<&str> = line.split(',').collect();
+                    let row_step = cells.get(2).and_then(|s| s.parse::<usize>().ok());
+                    if cells.len() == COLUMNS && row_step.is_some_and(|s| s <= step) {
+                        kept.push_str(line);
+                        kept.push('\n');
+                    }
+                }
+                crate::rundir::write_atomic(&path, kept.as_bytes())?;
+            }
+            _ => crate::rundir::write_atomic(&path, format!("{HEADER}\n").as_bytes())?,
+        }
+        let file = OpenOptions::new().append(true).open(&path).map_err(|e| TrainError::io(&path, e))?;
+        let events_path = run_dir.join(crate::rundir::EVENTS_FILE);
+        let events = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&events_path)
+            .map_err(|e| TrainError::io(&events_path, e))?;
+        Ok(Self { path, file, events })
+    }
+
+    pub fn write(&mut self, row: &Row) -> Result<()> {
+        self.file.write_all(row.line().as_bytes()).map_err(|e| TrainError::io(&self.path, e))?;
+        self.file.flush().map_err(|e| TrainError::io(&self.path, e))
+    }
+
+    /// Append an event (`{"step":..,"kind":..,...}`) to `events.jsonl`.
+    pub fn event<T: Serialize>(&mut self, event: &T) -> Result<()> {
+        let mut line = serde_json::to_string(event).map_err(|e| TrainError::io(&self.path, e))?;
+        line.push('\n');
+        self.events.write_all(line.as_bytes()).map_err(|e| TrainError::io(&self.path, e))
+    }
+}
+
+/// Parse `metrics.csv` back (for the curves plot and tests): (kind, step, loss, top1, valid_loss,
+/// valid_top1) per row.
+pub fn read_rows(path: &Path) -> Result<Vec<Row>> {
+    let text = std::fs::read_to_string(path).map_err(|e| TrainError::io(path, e))?;
+    let num = |s: &str| s.parse::<f64>().ok();
+    let mut rows = Vec::new();
+    for line in text.lines().skip(1) {
+        let c: Vec<&str> = line.split(',').collect();
+        if c.len() != COLUMNS {
+            continue;
+        }
+        rows.push(Row {
+            kind: if c[0] == "epoch" { "epoch" } else { "step" },
+            epoch: c[1].parse().unwrap_or(0),
+            step: c[2].parse().unwrap_or(0),
+            samples: c[3].parse().unwrap_or(0),
+            loss: num(c[4]),
+            top1: num(c[5]),
+            lr: num(c[6]),
+            grad_norm: num(c[7]),
+            samples_per_s: num(c[8]),
+            valid_loss: num(c[9]),
+            valid_top1: num(c[10]),
+            valid_top5: num(c[11]),
+            elapsed_s: num(c[12]).unwrap_or(0.0),
+        });
+    }
+    Ok(rows)
+}
