@@ -495,10 +495,14 @@ impl ConfigBuilder {
             let mut key = e.path().to_string();
             let message = e.inner().to_string();
             // serde reports unknown fields at the enclosing table: name the field itself.
-            if let Some(field) = backticked_after(&message, "unknown field ") {
-                key = if key == "." || key.is_empty() { field } else { format!("{key}.{field}") };
-            } else if let Some(field) = backticked_after(&message, "missing field ") {
-                key = if key == "." || key.is_empty() { field } else { format!("{key}.{field}") };
+            let field = backticked_after(&message, "unknown field ")
+                .or_else(|| backticked_after(&message, "missing field "));
+            if let Some(field) = field {
+                if key == "." || key.is_empty() {
+                    key = field;
+                } else if !key.ends_with(&format!(".{field}")) && key != field {
+                    key = format!("{key}.{field}");
+                }
             }
             let key = key.trim_start_matches('.').to_string();
             ConfigError { origin: self.origin_of(&key), key, message: humanize(&message) }

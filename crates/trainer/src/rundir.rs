@@ -206,3 +206,32 @@ mod tests {
         assert_eq!(super::civil_from_days(20_414), (2025, 11, 22));
     }
 }
+
+/// Every float parameter of `model`, flattened in visiting order (for exact comparisons).
+pub fn flat_weights<B: burn::prelude::Backend>(model: &SignModel<B>) -> Vec<f32> {
+    struct Collect(Vec<f32>);
+    impl<B: burn::prelude::Backend> burn::module::ModuleVisitor<B> for Collect {
+        fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<burn::tensor::Tensor<B, D>>) {
+            self.0.extend(param.val().into_data().iter::<f32>());
+        }
+    }
+    let mut c = Collect(Vec::new());
+    model.visit(&mut c);
+    c.0
+}
+
+/// Load an exported `model/` directory's weights into a fresh model of its card's architecture.
+pub fn load_exported<B: burn::prelude::Backend>(
+    model_dir: &Path,
+    device: &B::Device,
+) -> Result<(ModelCard, SignModel<B>)> {
+    let card_path = model_dir.join("model.json");
+    let text = std::fs::read_to_string(&card_path).map_err(|e| TrainError::io(&card_path, e))?;
+    let card: ModelCard = serde_json::from_str(&text).map_err(|e| TrainError::Checkpoint {
+        path: card_path.clone(),
+        message: format!("unreadable model card: {e}"),
+    })?;
+    let model = card.model.init::<B>(card.input_features, card.labels.len(), device);
+    let model = load_weights(model, model_dir, device)?;
+    Ok((card, model))
+}

@@ -1,0 +1,328 @@
+//! Trainer tests: config layering and errors, gradient accumulation, exact resume, and a real
+//! process killed (also in the middle of a checkpoint write) and resumed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use trainer::config::{ConfigBuilder, ExperimentConfig, FlagOverride, DEFAULT_TOML};
+use trainer::{run, rundir, RunOptions};
+
+fn configs_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs")
+}
+
+/// The smoke experiment with every path under `tmp` and no progress output.
+fn smoke_builder(tmp: &Path, sets: &[&str]) -> ConfigBuilder {
+    let mut b = ConfigBuilder::new();
+    b.add_file(&configs_dir().join("smoke.toml")).unwrap();
+    for s in [
+        format!("data.synthetic_dir={}", tmp.join("synth").display()),
+        format!("data.cache_dir={}", tmp.join("cache").display()),
+        format!("training.out_dir={}", tmp.join("runs").display()),
+        "training.progress=off".to_string(),
+        "device.device=cpu".to_string(),
+    ] {
+        b.add_set(&s).unwrap();
+    }
+    for s in sets {
+        b.add_set(s).unwrap();
+    }
+    b
+}
+
+fn smoke(tmp: &Path, sets: &[&str]) -> ExperimentConfig {
+    smoke_builder(tmp, sets).build().unwrap()
+}
+
+fn exported_weights(run_dir: &Path) -> Vec<f32> {
+    let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
+    let (_, model) = rundir::load_exported::<device::Backend>(&run_dir.join("model"), &dev).unwrap();
+    rundir::flat_weights(&model)
+}
+
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn shipped_configs_parse_and_validate() {
+    assert_eq!(DEFAULT_TOML, std::fs::read_to_string(configs_dir().join("default.toml")).unwrap());
+    let default = ConfigBuilder::new().build().unwrap();
+    assert_eq!(default.name, "default");
+    assert_eq!(default.model.kind(), "conv_transformer");
+    for name in ["default.toml", "smoke.toml", "islr-reference.toml"] {
+        let mut b = ConfigBuilder::new();
+        b.add_file(&configs_dir().join(name)).unwrap();
+        let cfg = b.build().unwrap_or_else(|e| panic!("{name}: {e}"));
+        // The resolved config round-trips through TOML (it is what run directories store).
+        let again: ExperimentConfig = toml::from_str(&cfg.to_toml()).unwrap();
+        assert_eq!(again, cfg, "{name}");
+    }
+    let mut b = ConfigBuilder::new();
+    b.add_file(&configs_dir().join("islr-reference.toml")).unwrap();
+    let reference = b.build().unwrap();
+    assert_eq!(reference.training.batch_size * reference.training.accumulation_steps, 512);
+    assert_eq!(reference.model.kind(), "conv_transformer");
+}
+
+#[test]
+fn layers_apply_in_order_and_remember_their_origin() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = write(
+        tmp.path(),
+        "exp.toml",
+        "[training]\nepochs = 5\nbatch_size = 8\n\n[model]\nkind = \"gru\"\nhidden = 32\n",
+    );
+    let mut b = ConfigBuilder::new();
+    b.add_file(&file).unwrap();
+    let cfg = b.build().unwrap();
+    assert_eq!((cfg.training.epochs, cfg.training.batch_size), (5, 8));
+    // A new model kind replaces the default's conv-transformer keys instead of failing on them.
+    assert_eq!(cfg.model, models::ModelConfig::Gru(models::GruModelConfig { hidden: 32, ..Default::default() }));
+    assert_eq!(b.origin_of("training.epochs").to_string(), format!("{}, line 2", file.display()));
+    assert_eq!(b.origin_of("optimizer.lr").to_string(), "built-in default, line 48");
+
+    b.add_set("training.epochs=7").unwrap();
+    b.add_set("optimizer.lr=2e-3").unwrap();
+    b.add_set("name=sweep-a").unwrap();
+    let cfg = b.build().unwrap();
+    assert_eq!((cfg.training.epochs, cfg.optimizer.lr, cfg.name.as_str()), (7, 2e-3, "sweep-a"));
+
+    b.add_flag(FlagOverride { flag: "--epochs", key: "training.epochs", value: toml::Value::Integer(9) });
+    b.add_flag(FlagOverride { flag: "--device", key: "device.device", value: toml::Value::String("cpu".into()) });
+    let cfg = b.build().unwrap();
+    assert_eq!(cfg.training.epochs, 9);
+    assert_eq!(cfg.device.device, device::DeviceSpec::Cpu);
+    assert_eq!(cfg.training.batch_size, 8, "untouched keys keep the file's value");
+    assert_eq!(b.origin_of("training.epochs").to_string(), "--epochs");
+}
+
+fn err_of(text: &str, sets: &[&str]) -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = write(tmp.path(), "bad.toml", text);
+    let mut b = ConfigBuilder::new();
+    let r = b.add_file(&file).map(|_| ()).and_then(|_| {
+        for s in sets {
+            b.add_set(s)?;
+        }
+        b.build().map(|_| ())
+    });
+    r.unwrap_err().to_string().replace(&file.display().to_string(), "bad.toml")
+}
+
+#[test]
+fn config_errors_name_file_key_and_line() {
+    let cases: &[(&str, &[&str], &[&str])] = &[
+        ("[optimizer]\nlr = 0.01\nlrr = 0.02\n", &[], &["bad.toml, line 3", "`optimizer.lrr`", "unknown field `lrr`"]),
+        (
+            "[training]\nepochs = \"ten\"\n",
+            &[],
+            &["bad.toml, line 2", "`training.epochs`", "wrong type: string \"ten\""],
+        ),
+        ("[optimizer]\nlr = -1.0\n", &[], &["bad.toml, line 2", "`optimizer.lr`", "must be in (0, 10), got -1"]),
+        ("[training\nepochs = 3\n", &[], &["bad.toml, line 1", "invalid TOML"]),
+        ("[model]\nkind = \"gru\"\ndim = 64\n", &[], &["bad.toml, line 3", "`model.dim`", "unknown field `dim`"]),
+        ("[optimizer]\nkind = \"adam\"\n", &[], &["bad.toml, line 2", "`optimizer.kind`", "unknown variant `adam`"]),
+        ("[preprocess]\nwindow = 0\n", &[], &["bad.toml, line 2", "`preprocess.window`", "must be in 1..=4096"]),
+        (
+            "[model]\nheads = 5\n",
+            &[],
+            &["bad.toml, line 2", "`model.heads`", "dim (64) must be a positive multiple of heads (5)"],
+        ),
+        ("[synthetic]\nclasses = 1\n", &[], &["bad.toml, line 2", "`synthetic.classes`", "at least 2 classes"]),
+        ("[device]\ndevice = \"tpu\"\n", &[], &["bad.toml, line 2", "`device.device`", "tpu"]),
+        ("", &["training.epochz=3"], &["--set training.epochz=3", "`training.epochz`", "unknown field"]),
+        ("", &["training.batch_size=-4"], &["--set training.batch_size=-4", "`training.batch_size`"]),
+        ("", &["optimizer.lr"], &["--set optimizer.lr", "expected KEY=VALUE"]),
+        ("[schedule]\nmin_lr = 0.5\n", &[], &["bad.toml, line 2", "`schedule.min_lr`", "must be in [0, optimizer.lr"]),
+    ];
+    for (text, sets, expected) in cases {
+        let msg = err_of(text, sets);
+        for e in *expected {
+            assert!(msg.contains(e), "for {text:?} {sets:?}: expected {e:?} in: {msg}");
+        }
+    }
+    let mut b = ConfigBuilder::new();
+    let missing = b.add_file(Path::new("/nonexistent/exp.toml")).unwrap_err().to_string();
+    assert!(missing.contains("/nonexistent/exp.toml") && missing.contains("cannot read"), "{missing}");
+    let mut b = ConfigBuilder::new();
+    b.add_flag(FlagOverride { flag: "--epochs", key: "training.epochs", value: toml::Value::Integer(0) });
+    let flag = b.build().unwrap_err().to_string();
+    assert!(flag.starts_with("--epochs: `training.epochs`: must be in 1..=100000, got 0"), "{flag}");
+}
+
+#[test]
+fn accumulation_matches_one_large_batch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let train = |name: &str, sets: &[&str]| {
+        let mut all = vec!["training.epochs=2", "checkpoint.every_steps=0"];
+        all.extend_from_slice(sets);
+        let cfg = smoke(tmp.path(), &all);
+        let out = run(cfg, RunOptions { run_dir: Some(tmp.path().join(name)), ..Default::default() }).unwrap();
+        let s = out.summary.unwrap();
+        (exported_weights(&out.run_dir), s)
+    };
+    // 24 training sequences: 6 micro-batches of 4 = 3 steps of 2 x 4, or 3 batches of 8.
+    // SGD first: its update is linear in the gradient, so only float rounding may differ.
+    let sgd = ["optimizer.kind=sgd", "optimizer.lr=0.05", "optimizer.momentum=0.9"];
+    let with = |extra: &[&'static str]| -> Vec<&'static str> { sgd.iter().chain(extra).copied().collect() };
+    let (accum, s_accum) = train("accum", &with(&["training.batch_size=4", "training.accumulation_steps=2"]));
+    let (large, s_large) = train("large", &with(&["training.batch_size=8", "training.accumulation_steps=1"]));
+    let (small, _) = train("small", &with(&["training.batch_size=4", "training.accumulation_steps=1"]));
+    assert_eq!((s_accum.steps, s_large.steps), (6, 6));
+    assert_eq!((s_accum.effective_batch_size, s_large.effective_batch_size), (8, 8));
+    let same = max_abs_diff(&accum, &large);
+    let different = max_abs_diff(&small, &large);
+    eprintln!("SGD: max |dw| {same:e} with accumulation, {different:e} without");
+    assert!(same < 1e-6, "SGD: 2 x 4 accumulated vs one batch of 8: max |dw| = {same}");
+    assert!(different > 1e-3, "SGD: batch 4 without accumulation should differ, max |dw| = {different}");
+    // AdamW divides by sqrt(v), which magnifies rounding where gradients are tiny: still far
+    // closer than the run without accumulation.
+    let (accum, _) = train("accum-adamw", &["training.batch_size=4", "training.accumulation_steps=2"]);
+    let (large, _) = train("large-adamw", &["training.batch_size=8", "training.accumulation_steps=1"]);
+    let (small, _) = train("small-adamw", &["training.batch_size=4", "training.accumulation_steps=1"]);
+    let (same, different) = (max_abs_diff(&accum, &large), max_abs_diff(&small, &large));
+    eprintln!("AdamW: max |dw| {same:e} with accumulation, {different:e} without");
+    assert!(same < 1e-4 && different > 100.0 * same, "AdamW: max |dw| {same} with accumulation, {different} without");
+}
+
+#[test]
+fn resume_continues_exactly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = smoke(tmp.path(), &[]);
+    let full = run(cfg.clone(), RunOptions { run_dir: Some(tmp.path().join("full")), ..Default::default() }).unwrap();
+    let summary = full.summary.unwrap();
+    // 24 training sequences / batch 4 = 6 steps per epoch, 3 epochs.
+    assert_eq!((summary.steps, summary.epochs_run, summary.train_samples, summary.valid_samples), (18, 3, 24, 8));
+    assert_eq!((summary.train_groups, summary.valid_groups), (3, 1));
+    for f in [
+        "config.toml",
+        "labels.json",
+        "metrics.csv",
+        "summary.json",
+        "curves.svg",
+        "model/model.mpk",
+        "model/model.json",
+    ] {
+        assert!(full.run_dir.join(f).is_file(), "{f} missing");
+    }
+    let rows = trainer::metrics::read_rows(&full.run_dir.join("metrics.csv")).unwrap();
+    assert_eq!(rows.iter().filter(|r| r.kind == "epoch").count(), 3);
+    assert_eq!(
+        rows.iter().filter(|r| r.kind == "step").map(|r| r.step).collect::<Vec<_>>(),
+        [2, 4, 6, 8, 10, 12, 14, 16, 18]
+    );
+    assert!(rows.iter().all(|r| r.loss.is_some_and(f64::is_finite)));
+    // keep_last = 2 step checkpoints, plus the best.
+    let kept: Vec<usize> = trainer::checkpoint::list(&full.run_dir).into_iter().map(|(s, _)| s).collect();
+    assert_eq!(kept, [15, 18]);
+    assert!(full.run_dir.join("checkpoints/best/model.mpk").is_file());
+
+    // Interrupted after step 4 (last checkpoint at step 3), then resumed.
+    let dir = tmp.path().join("resumed");
+    let first =
+        run(cfg.clone(), RunOptions { run_dir: Some(dir.clone()), stop_after_steps: Some(4), ..Default::default() })
+            .unwrap();
+    assert!(first.summary.is_none());
+    assert_eq!(trainer::checkpoint::list(&dir).last().map(|c| c.0), Some(3));
+    let second =
+        run(cfg.clone(), RunOptions { run_dir: Some(dir.clone()), resume: true, ..Default::default() }).unwrap();
+    let resumed = second.summary.unwrap();
+    assert_eq!(resumed.resumed_from_step, Some(3));
+    assert_eq!(resumed.steps, 18);
+    let (a, b) = (exported_weights(&full.run_dir), exported_weights(&dir));
+    assert_eq!(max_abs_diff(&a, &b), 0.0, "resumed weights differ from the uninterrupted run");
+    assert_eq!(resumed.last.as_ref().unwrap().valid_loss, summary.last.as_ref().unwrap().valid_loss);
+    // metrics.csv reads as one run: the rows the interrupted process wrote after step 3 are gone.
+    let rows_resumed = trainer::metrics::read_rows(&dir.join("metrics.csv")).unwrap();
+    assert_eq!(
+        rows_resumed.iter().map(|r| (r.kind, r.step)).collect::<Vec<_>>(),
+        rows.iter().map(|r| (r.kind, r.step)).collect::<Vec<_>>()
+    );
+
+    // A run directory is never silently reused.
+    let again = run(cfg.clone(), RunOptions { run_dir: Some(dir.clone()), ..Default::default() }).unwrap_err();
+    assert!(again.to_string().contains("already holds a run; continue it with --resume"), "{again}");
+    // Resuming with a different model shape is refused with the differing key.
+    let mut b = ConfigBuilder::new();
+    b.add_file(&dir.join("config.toml")).unwrap();
+    b.add_set("model.dim=32").unwrap();
+    let err = run(b.build().unwrap(), RunOptions { run_dir: Some(dir.clone()), resume: true, ..Default::default() })
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("cannot resume") && err.contains("model.dim = 16 in the run, 32 now"), "{err}");
+}
+
+fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+fn staging_step_dir(run: &Path) -> bool {
+    std::fs::read_dir(run.join("checkpoints"))
+        .map(|rd| rd.flatten().any(|e| e.file_name().to_string_lossy().starts_with(".tmp-step-")))
+        .unwrap_or(false)
+}
+
+#[test]
+fn killed_process_resumes_from_last_complete_checkpoint() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sets = ["checkpoint.every_steps=2"];
+    let reference =
+        run(smoke(tmp.path(), &sets), RunOptions { run_dir: Some(tmp.path().join("ref")), ..Default::default() })
+            .unwrap();
+    let expected = exported_weights(&reference.run_dir);
+
+    let config = write(tmp.path(), "exp.toml", &smoke(tmp.path(), &sets).to_toml());
+    let run_dir = tmp.path().join("killed");
+    let trainer_cmd = |args: &[&str], pause_ms: Option<u64>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_trainer"));
+        c.args(args).stdout(Stdio::null()).stderr(Stdio::piped());
+        match pause_ms {
+            Some(ms) => c.env("SIGNFLOW_FAULT_CHECKPOINT_PAUSE_MS", ms.to_string()),
+            None => c.env_remove("SIGNFLOW_FAULT_CHECKPOINT_PAUSE_MS"),
+        };
+        c
+    };
+    let run_s = run_dir.display().to_string();
+    let cfg_s = config.display().to_string();
+
+    // 1. Killed while writing its first checkpoint: nothing complete exists yet.
+    let mut child = trainer_cmd(&["--config", &cfg_s, "--out", &run_s], Some(400)).spawn().unwrap();
+    wait_for("the first checkpoint write", Duration::from_secs(60), || staging_step_dir(&run_dir));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(trainer::checkpoint::list(&run_dir).is_empty());
+
+    // 2. Resumed (from the start), killed in the middle of a later checkpoint write.
+    let mut child = trainer_cmd(&["--resume", &run_s], Some(400)).spawn().unwrap();
+    wait_for("a complete checkpoint", Duration::from_secs(60), || !trainer::checkpoint::list(&run_dir).is_empty());
+    wait_for("the next checkpoint write", Duration::from_secs(60), || staging_step_dir(&run_dir));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let last = trainer::checkpoint::list(&run_dir).last().unwrap().0;
+    assert!(last >= 2, "expected a complete checkpoint, have step {last}");
+
+    // 3. Resumed to the end: same weights as the run that was never interrupted.
+    let out = trainer_cmd(&["--resume", &run_s], None).output().unwrap();
+    assert!(out.status.success(), "resume failed: {}", String::from_utf8_lossy(&out.stderr));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["resumed_from_step"].as_u64(), Some(last as u64));
+    assert_eq!(summary["steps"].as_u64(), Some(18));
+    assert_eq!(max_abs_diff(&exported_weights(&run_dir), &expected), 0.0);
+    assert!(!staging_step_dir(&run_dir), "staging directories are cleaned up");
+    let events = std::fs::read_to_string(run_dir.join("events.jsonl")).unwrap();
+    assert!(events.contains("\"kind\":\"resume\""), "{events}");
+}
