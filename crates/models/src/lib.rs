@@ -22,6 +22,7 @@
 //! # Ok::<(), models::ModelError>(())
 //! ```
 
+pub mod bundle;
 pub mod common;
 pub mod conv_transformer;
 pub mod gru;

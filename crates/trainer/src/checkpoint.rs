@@ -103,7 +103,7 @@ pub fn save(
     let dir = checkpoints_dir(run_dir);
     std::fs::create_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
     let staged = StagedDir::new(&dir.join(format!("step-{:08}", state.step)))?;
-    rundir::save_weights(model, &staged.tmp)?;
+    models::bundle::save_weights(model, &staged.tmp)?;
     optim.save(&staged.tmp.join("optim"))?;
     fault_pause("SIGNFLOW_FAULT_CHECKPOINT_PAUSE_MS");
     rundir::write_json(&staged.tmp.join("state.json"), state)?;
@@ -121,7 +121,7 @@ pub fn save_best(run_dir: &Path, model: &SignModel<TrainBackend>, state: &TrainS
     let dir = checkpoints_dir(run_dir);
     std::fs::create_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
     let staged = StagedDir::new(&dir.join("best"))?;
-    rundir::save_weights(model, &staged.tmp)?;
+    models::bundle::save_weights(model, &staged.tmp)?;
     rundir::write_json(&staged.tmp.join("state.json"), state)?;
     staged.commit()
 }

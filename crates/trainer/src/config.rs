@@ -495,8 +495,8 @@ impl ConfigBuilder {
             let mut key = e.path().to_string();
             let message = e.inner().to_string();
             // serde reports unknown fields at the enclosing table: name the field itself.
-            let field = backticked_after(&message, "unknown field ")
-                .or_else(|| backticked_after(&message, "missing field "));
+            let field =
+                backticked_after(&message, "unknown field ").or_else(|| backticked_after(&message, "missing field "));
             if let Some(field) = field {
                 if key == "." || key.is_empty() {
                     key = field;

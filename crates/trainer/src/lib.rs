@@ -39,6 +39,8 @@ pub enum TrainError {
     Model(#[from] models::ModelError),
     #[error(transparent)]
     Device(#[from] device::DeviceError),
+    #[error(transparent)]
+    Bundle(#[from] models::bundle::BundleError),
     #[error("{path}: {message}")]
     Io { path: PathBuf, message: String },
     #[error("checkpoint {path}: {message}")]

@@ -10,17 +10,16 @@
 //! <run>/checkpoints/step-NNNNNNNN/{model.mpk, optim.mpk, state.json}   last `keep_last`
 //! <run>/checkpoints/best/{model.mpk, state.json}                      best epoch so far
 //! <run>/model/{model.mpk, model.json, config.toml, labels.json}       the exported model
+//!                                                 (format: `models::bundle`)
 //! ```
 //! Every file is written to a temporary name and renamed; checkpoint directories are built under
 //! `.tmp-*` names and renamed whole, so a directory named `step-*` is always complete.
 
 use std::path::{Path, PathBuf};
 
-use burn::module::Module;
-use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
-use data::preprocess::PreprocessConfig;
-use models::{ModelConfig, SignModel};
-use serde::{Deserialize, Serialize};
+use models::bundle::ModelCard;
+use models::SignModel;
+use serde::Serialize;
 
 use crate::{Result, TrainError};
 
@@ -32,57 +31,6 @@ pub const SUMMARY_FILE: &str = "summary.json";
 pub const CURVES_FILE: &str = "curves.svg";
 pub const CHECKPOINTS_DIR: &str = "checkpoints";
 pub const MODEL_DIR: &str = "model";
-/// Identifies `model/model.json`; bumped when the layout changes incompatibly.
-pub const MODEL_FORMAT: &str = "signflow-model";
-pub const MODEL_FORMAT_VERSION: u32 = 1;
-
-/// `model/model.json`: everything needed to rebuild and feed the model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ModelCard {
-    pub format: String,
-    pub format_version: u32,
-    pub signflow_version: String,
-    pub model: ModelConfig,
-    pub preprocess: PreprocessConfig,
-    pub input_features: usize,
-    pub labels: Vec<String>,
-    pub trainable_params: usize,
-    /// Epoch (1-based) and optimizer step of the exported weights.
-    pub epoch: usize,
-    pub step: usize,
-    /// Validation figures of the exported weights, when there was a validation split.
-    pub valid_top1: Option<f64>,
-    pub valid_loss: Option<f64>,
-}
-
-pub fn recorder() -> NamedMpkFileRecorder<FullPrecisionSettings> {
-    NamedMpkFileRecorder::<FullPrecisionSettings>::new()
-}
-
-/// Save module weights as `<dir>/model.mpk`.
-pub fn save_weights<B: burn::prelude::Backend>(model: &SignModel<B>, dir: &Path) -> Result<()> {
-    let path = dir.join("model");
-    model
-        .clone()
-        .save_file(&path, &recorder())
-        .map_err(|e| TrainError::Checkpoint { path: path.with_extension("mpk"), message: e.to_string() })
-}
-
-/// Load `<dir>/model.mpk` into `model` (which fixes the architecture and shapes).
-pub fn load_weights<B: burn::prelude::Backend>(
-    model: SignModel<B>,
-    dir: &Path,
-    device: &B::Device,
-) -> Result<SignModel<B>> {
-    let path = dir.join("model.mpk");
-    if !path.is_file() {
-        return Err(TrainError::Checkpoint { path, message: "weights file is missing".into() });
-    }
-    model
-        .load_file(dir.join("model"), &recorder(), device)
-        .map_err(|e| TrainError::Checkpoint { path, message: format!("cannot load the weights: {e}") })
-}
-
 /// Write bytes atomically (temp file in the same directory + rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     data::write_atomic(path, bytes).map_err(TrainError::from)
@@ -150,10 +98,7 @@ pub fn export_model<B: burn::prelude::Backend>(
     config_toml: &str,
 ) -> Result<PathBuf> {
     let staged = StagedDir::new(&run_dir.join(MODEL_DIR))?;
-    save_weights(model, &staged.tmp)?;
-    write_json(&staged.tmp.join("model.json"), card)?;
-    write_atomic(&staged.tmp.join(CONFIG_FILE), config_toml.as_bytes())?;
-    write_json(&staged.tmp.join(LABELS_FILE), &card.labels)?;
+    models::bundle::write_bundle(&staged.tmp, model, card, config_toml)?;
     staged.commit()
 }
 
@@ -205,33 +150,4 @@ mod tests {
         assert_eq!(super::civil_from_days(0), (1970, 1, 1));
         assert_eq!(super::civil_from_days(20_414), (2025, 11, 22));
     }
-}
-
-/// Every float parameter of `model`, flattened in visiting order (for exact comparisons).
-pub fn flat_weights<B: burn::prelude::Backend>(model: &SignModel<B>) -> Vec<f32> {
-    struct Collect(Vec<f32>);
-    impl<B: burn::prelude::Backend> burn::module::ModuleVisitor<B> for Collect {
-        fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<burn::tensor::Tensor<B, D>>) {
-            self.0.extend(param.val().into_data().iter::<f32>());
-        }
-    }
-    let mut c = Collect(Vec::new());
-    model.visit(&mut c);
-    c.0
-}
-
-/// Load an exported `model/` directory's weights into a fresh model of its card's architecture.
-pub fn load_exported<B: burn::prelude::Backend>(
-    model_dir: &Path,
-    device: &B::Device,
-) -> Result<(ModelCard, SignModel<B>)> {
-    let card_path = model_dir.join("model.json");
-    let text = std::fs::read_to_string(&card_path).map_err(|e| TrainError::io(&card_path, e))?;
-    let card: ModelCard = serde_json::from_str(&text).map_err(|e| TrainError::Checkpoint {
-        path: card_path.clone(),
-        message: format!("unreadable model card: {e}"),
-    })?;
-    let model = card.model.init::<B>(card.input_features, card.labels.len(), device);
-    let model = load_weights(model, model_dir, device)?;
-    Ok((card, model))
 }

@@ -30,9 +30,10 @@ use crate::checkpoint::{self, BestRecord, EpochRecord, ModelSignature, TrainStat
 use crate::config::{ExperimentConfig, Metric, ProgressMode};
 use crate::metrics::{MetricsWriter, Row};
 use crate::optim::Optim;
-use crate::rundir::{self, ModelCard};
+use crate::rundir;
 use crate::schedule::LrSchedule;
 use crate::{InnerBackend, Result, TrainBackend, TrainError};
+use models::bundle::ModelCard;
 
 type Device = device::DispatchDevice;
 
@@ -474,7 +475,7 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
                 ),
             });
         }
-        model = rundir::load_weights(model, dir, &device)?;
+        model = models::bundle::load_weights(model, dir, &device)?;
         optim = optim.load(&dir.join("optim.mpk"), &device)?;
         state = saved;
         resumed_from = Some(*step);
@@ -773,14 +774,14 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
     let best_dir = checkpoint::checkpoints_dir(&run_dir).join("best");
     let (export, exported_epoch) = match &state.best {
         Some(b) if best_dir.join("model.mpk").is_file() => (
-            rundir::load_weights(model.valid(), &best_dir, &device)?,
+            models::bundle::load_weights(model.valid(), &best_dir, &device)?,
             state.history.iter().find(|h| h.epoch == b.epoch).cloned(),
         ),
         _ => (model.valid(), state.history.last().cloned()),
     };
     let card = ModelCard {
-        format: rundir::MODEL_FORMAT.into(),
-        format_version: rundir::MODEL_FORMAT_VERSION,
+        format: models::bundle::MODEL_FORMAT.into(),
+        format_version: models::bundle::MODEL_FORMAT_VERSION,
         signflow_version: env!("CARGO_PKG_VERSION").into(),
         model: cfg.model.clone(),
         preprocess: cfg.preprocess.clone(),

@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use trainer::config::{ConfigBuilder, ExperimentConfig, FlagOverride, DEFAULT_TOML};
-use trainer::{run, rundir, RunOptions};
+use trainer::{run, RunOptions};
 
 fn configs_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs")
@@ -37,8 +37,8 @@ fn smoke(tmp: &Path, sets: &[&str]) -> ExperimentConfig {
 
 fn exported_weights(run_dir: &Path) -> Vec<f32> {
     let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
-    let (_, model) = rundir::load_exported::<device::Backend>(&run_dir.join("model"), &dev).unwrap();
-    rundir::flat_weights(&model)
+    let (_, model) = models::bundle::load_bundle::<device::Backend>(&run_dir.join("model"), &dev).unwrap();
+    models::bundle::flat_weights(&model)
 }
 
 fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
