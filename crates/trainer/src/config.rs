@@ -337,12 +337,21 @@ impl fmt::Display for Origin {
 
 /// A configuration error, located.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{origin}: `{key}`: {message}")]
 pub struct ConfigError {
     pub origin: Origin,
     /// Dotted key path (empty for whole-file errors such as TOML syntax).
     pub key: String,
     pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.key.is_empty() {
+            write!(f, "{}: {}", self.origin, self.message)
+        } else {
+            write!(f, "{}: `{}`: {}", self.origin, self.key, self.message)
+        }
+    }
 }
 
 /// A flag override: key path and value.
@@ -519,8 +528,9 @@ fn backticked_after(message: &str, prefix: &str) -> Option<String> {
     Some(rest.split('`').next()?.to_string())
 }
 
+/// First line only (serde_path_to_error / toml append "in `key`", which the error already says).
 fn humanize(message: &str) -> String {
-    message.replace("invalid type: ", "wrong type: ")
+    message.lines().next().unwrap_or(message).trim().replace("invalid type: ", "wrong type: ")
 }
 
 fn merge(base: &mut Table, layer: Table) {

@@ -68,6 +68,12 @@ impl TrainArgs {
     fn builder(&self) -> Result<ConfigBuilder, TrainError> {
         let mut b = match &self.resume {
             Some(run) => {
+                if !run.join(trainer::rundir::CONFIG_FILE).is_file() {
+                    return Err(TrainError::Resume {
+                        path: run.clone(),
+                        message: "not a run directory (it has no config.toml)".into(),
+                    });
+                }
                 let mut b = ConfigBuilder::new();
                 b.add_file(&run.join(trainer::rundir::CONFIG_FILE))?;
                 b
