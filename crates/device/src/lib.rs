@@ -29,7 +29,7 @@ pub use burn::DispatchDevice;
 pub use capabilities::{Capabilities, DtypeSupport, Precision};
 pub use error::{DeviceError, Result};
 pub use inventory::Inventory;
-pub use memory::{empty_cache, memory_stats, MemoryDelta, MemoryGuard, MemoryStats};
+pub use memory::{empty_cache, host_memory, memory_stats, HostMemory, MemoryDelta, MemoryGuard, MemoryStats};
 pub use monitor::{GpuMonitor, MonitorSummary};
 pub use probe::probe;
 pub use select::{select, Selection, SelectionPolicy, Target};

@@ -125,3 +125,29 @@ impl MemoryGuard {
         Some(delta)
     }
 }
+
+/// Host memory: this process's resident set and the machine's total and available memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostMemory {
+    pub process_rss_bytes: u64,
+    pub total_bytes: u64,
+    pub available_bytes: u64,
+}
+
+/// Read [`HostMemory`] (used as the CPU's memory budget, e.g. by automatic batch sizing).
+pub fn host_memory() -> Option<HostMemory> {
+    let pid = sysinfo::get_current_pid().ok()?;
+    let mut sys = sysinfo::System::new();
+    sys.refresh_memory();
+    sys.refresh_processes_specifics(
+        sysinfo::ProcessesToUpdate::Some(&[pid]),
+        false,
+        sysinfo::ProcessRefreshKind::nothing().with_memory(),
+    );
+    let rss = sys.process(pid)?.memory();
+    Some(HostMemory {
+        process_rss_bytes: rss,
+        total_bytes: sys.total_memory(),
+        available_bytes: sys.available_memory(),
+    })
+}

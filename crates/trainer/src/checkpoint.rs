@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use models::SignModel;
 use serde::{Deserialize, Serialize};
 
+use crate::amp::LossScaler;
 use crate::optim::Optim;
 use crate::rundir::{self, StagedDir, CHECKPOINTS_DIR};
 use crate::{Result, TrainBackend, TrainError};
@@ -67,6 +68,13 @@ pub struct TrainState {
     /// Training time before this process (for throughput over resumes).
     pub elapsed_s: f64,
     pub skipped_steps: usize,
+    /// Multiplier on the scheduled LR (cut at each NaN rollback).
+    pub lr_scale: f64,
+    pub rollbacks: usize,
+    /// Non-finite steps in a row (NaN policy).
+    pub consecutive_bad: usize,
+    /// f16 dynamic loss scaling.
+    pub scaler: LossScaler,
     pub signature: ModelSignature,
 }
 
@@ -83,6 +91,10 @@ impl TrainState {
             history: Vec::new(),
             elapsed_s: 0.0,
             skipped_steps: 0,
+            lr_scale: 1.0,
+            rollbacks: 0,
+            consecutive_bad: 0,
+            scaler: LossScaler { enabled: false, scale: 1.0, good_steps: 0, backoffs: 0, growths: 0 },
             signature,
         }
     }

@@ -38,6 +38,9 @@ pub struct ExperimentConfig {
     pub training: TrainingConfig,
     pub checkpoint: CheckpointConfig,
     pub device: DeviceConfig,
+    pub amp: AmpConfig,
+    pub recovery: RecoveryConfig,
+    pub fault: FaultConfig,
 }
 
 impl Default for ExperimentConfig {
@@ -54,6 +57,9 @@ impl Default for ExperimentConfig {
             training: TrainingConfig::default(),
             checkpoint: CheckpointConfig::default(),
             device: DeviceConfig::default(),
+            amp: AmpConfig::default(),
+            recovery: RecoveryConfig::default(),
+            fault: FaultConfig::default(),
         }
     }
 }
@@ -213,8 +219,20 @@ pub enum ProgressMode {
 #[serde(deny_unknown_fields, default)]
 pub struct TrainingConfig {
     pub epochs: usize,
-    /// Micro-batch size (what one forward pass sees).
-    pub batch_size: usize,
+    /// Micro-batch size (what one forward pass sees), or "auto" (see `trainer tune-batch`).
+    pub batch_size: BatchSize,
+    /// With `batch_size = "auto"`: keep this effective batch by setting `accumulation_steps`
+    /// (0 = use `accumulation_steps` as given).
+    pub effective_batch_size: usize,
+    /// Largest micro-batch `auto` tries.
+    pub max_batch_size: usize,
+    /// Compute precision: "auto" asks the device (bf16 where fast, f16 on older GPUs, f32 on
+    /// the CPU), or "f32" / "f16" / "bf16". Master weights and optimizer state stay f32.
+    pub precision: PrecisionSetting,
+    /// Every N optimizer steps empty the device's memory cache and log memory statistics (0 = never).
+    pub empty_cache_interval: usize,
+    /// Time each step's phases with device syncs and report them (costs the syncs).
+    pub profile: bool,
     /// Micro-batches averaged into one optimizer step; effective batch = batch_size x this.
     pub accumulation_steps: usize,
     pub label_smoothing: f64,
@@ -238,7 +256,12 @@ impl Default for TrainingConfig {
     fn default() -> Self {
         Self {
             epochs: 20,
-            batch_size: 32,
+            batch_size: BatchSize::Fixed(32),
+            effective_batch_size: 0,
+            max_batch_size: 512,
+            precision: PrecisionSetting::Auto,
+            empty_cache_interval: 0,
+            profile: false,
             accumulation_steps: 1,
             label_smoothing: 0.1,
             seed: 1,
@@ -251,6 +274,119 @@ impl Default for TrainingConfig {
             out_dir: "runs".into(),
         }
     }
+}
+
+/// A micro-batch size or "auto".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchSize {
+    Auto,
+    Fixed(usize),
+}
+
+impl BatchSize {
+    /// The fixed size (`auto` must be resolved before training).
+    pub fn fixed(self) -> Option<usize> {
+        match self {
+            Self::Fixed(n) => Some(n),
+            Self::Auto => None,
+        }
+    }
+}
+
+impl Serialize for BatchSize {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Auto => s.serialize_str("auto"),
+            Self::Fixed(n) => s.serialize_u64(*n as u64),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for BatchSize {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = BatchSize;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a positive integer or \"auto\"")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<BatchSize, E> {
+                Ok(BatchSize::Fixed(v as usize))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<BatchSize, E> {
+                if v < 0 {
+                    return Err(E::custom(format!("must be a positive integer or \"auto\", got {v}")));
+                }
+                Ok(BatchSize::Fixed(v as usize))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<BatchSize, E> {
+                if v == "auto" {
+                    Ok(BatchSize::Auto)
+                } else {
+                    Err(E::custom(format!("must be a positive integer or \"auto\", got \"{v}\"")))
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PrecisionSetting {
+    Auto,
+    F32,
+    F16,
+    Bf16,
+}
+
+/// `[amp]`: dynamic loss scaling for f16 (bf16 and f32 need none).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AmpConfig {
+    pub init_scale: f64,
+    /// Multiply the scale by this after `growth_interval` finite steps in a row.
+    pub growth_factor: f64,
+    pub growth_interval: usize,
+    /// Multiply the scale by this when gradients overflow (the step is skipped).
+    pub backoff_factor: f64,
+    pub min_scale: f64,
+}
+
+impl Default for AmpConfig {
+    fn default() -> Self {
+        Self { init_scale: 65536.0, growth_factor: 2.0, growth_interval: 2000, backoff_factor: 0.5, min_scale: 1.0 }
+    }
+}
+
+/// `[recovery]`: what happens when a step's loss or gradients are not finite. Every event goes
+/// to `events.jsonl`, the log and `summary.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RecoveryConfig {
+    /// Bad steps in a row that are skipped before rolling back to the last good snapshot.
+    pub max_consecutive_bad: usize,
+    /// Rollbacks before the run aborts with a report.
+    pub max_rollbacks: usize,
+    /// LR multiplier applied at each rollback.
+    pub lr_cut: f64,
+    /// Take an in-memory snapshot (weights + optimizer) every N good steps.
+    pub snapshot_every: usize,
+}
+
+impl Default for RecoveryConfig {
+    fn default() -> Self {
+        Self { max_consecutive_bad: 3, max_rollbacks: 3, lr_cut: 0.5, snapshot_every: 20 }
+    }
+}
+
+/// `[fault]`: fault injection for tests and drills. Optimizer steps (0-based) whose loss is
+/// replaced by NaN, or whose first gradient tensor is multiplied by infinity.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FaultConfig {
+    pub nan_loss_steps: Vec<usize>,
+    pub inf_grad_steps: Vec<usize>,
 }
 
 /// `[training.early_stopping]`: also decides which epoch is "best".
@@ -618,9 +754,27 @@ impl ExperimentConfig {
         check((1..=100_000).contains(&t.epochs), "training.epochs", || {
             format!("must be in 1..=100000, got {}", t.epochs)
         })?;
-        check((1..=65_536).contains(&t.batch_size), "training.batch_size", || {
-            format!("must be in 1..=65536, got {}", t.batch_size)
+        if let BatchSize::Fixed(b) = t.batch_size {
+            check((1..=65_536).contains(&b), "training.batch_size", || {
+                format!("must be in 1..=65536 or \"auto\", got {b}")
+            })?;
+        }
+        check((1..=65_536).contains(&t.max_batch_size), "training.max_batch_size", || {
+            format!("must be in 1..=65536, got {}", t.max_batch_size)
         })?;
+        let a = &self.amp;
+        check(a.init_scale >= 1.0 && a.init_scale.is_finite(), "amp.init_scale", || {
+            format!("must be >= 1, got {}", a.init_scale)
+        })?;
+        check(a.growth_factor >= 1.0, "amp.growth_factor", || format!("must be >= 1, got {}", a.growth_factor))?;
+        check(a.backoff_factor > 0.0 && a.backoff_factor < 1.0, "amp.backoff_factor", || {
+            format!("must be in (0, 1), got {}", a.backoff_factor)
+        })?;
+        check(a.growth_interval >= 1, "amp.growth_interval", || "must be at least 1".into())?;
+        let r = &self.recovery;
+        check(r.max_consecutive_bad >= 1, "recovery.max_consecutive_bad", || "must be at least 1".into())?;
+        check(r.lr_cut > 0.0 && r.lr_cut <= 1.0, "recovery.lr_cut", || format!("must be in (0, 1], got {}", r.lr_cut))?;
+        check(r.snapshot_every >= 1, "recovery.snapshot_every", || "must be at least 1".into())?;
         check((1..=4096).contains(&t.accumulation_steps), "training.accumulation_steps", || {
             format!("must be in 1..=4096, got {}", t.accumulation_steps)
         })?;

@@ -10,6 +10,7 @@
 //! - [`metrics`]: `metrics.csv`, `summary.json` and `curves.svg` in the run directory;
 //! - [`rundir`]: the run-directory layout, including the exported `model/` that `infer` loads.
 
+pub mod amp;
 pub mod checkpoint;
 pub mod config;
 pub mod metrics;
@@ -18,6 +19,7 @@ pub mod plot;
 pub mod rundir;
 pub mod schedule;
 pub mod train;
+pub mod tune;
 
 use std::path::PathBuf;
 
@@ -49,6 +51,8 @@ pub enum TrainError {
     Resume { path: PathBuf, message: String },
     #[error("{0}")]
     Invalid(String),
+    #[error("training diverged and was aborted: {0}")]
+    Diverged(String),
 }
 
 impl TrainError {

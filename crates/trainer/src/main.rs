@@ -26,6 +26,16 @@ enum Command {
     Train(TrainArgs),
     /// Print the resolved config (all layers applied) as TOML and exit.
     Config(TrainArgs),
+    /// Find the batch size "auto" would pick (prints the table; trains nothing).
+    TuneBatch(TrainArgs),
+    /// Internal: one child-process probe of a GPU batch size (see `tune-batch`).
+    #[command(name = "__probe-batch", hide = true)]
+    ProbeBatch {
+        #[command(flatten)]
+        layers: TrainArgs,
+        #[arg(long)]
+        probe_batch: usize,
+    },
     /// Write the `[synthetic]` dataset of the resolved config to a directory (ISLR layout).
     Generate {
         #[command(flatten)]
@@ -50,9 +60,15 @@ struct TrainArgs {
     /// Sets training.epochs.
     #[arg(long)]
     epochs: Option<i64>,
-    /// Sets training.batch_size (the micro-batch).
+    /// Sets training.batch_size (the micro-batch): a number or "auto".
     #[arg(long)]
-    batch_size: Option<i64>,
+    batch_size: Option<String>,
+    /// Sets training.precision: auto, f32, f16, bf16.
+    #[arg(long)]
+    precision: Option<String>,
+    /// Time each step's phases (with device syncs) and print the table at the end.
+    #[arg(long)]
+    profile: bool,
     /// Sets training.seed.
     #[arg(long)]
     seed: Option<i64>,
@@ -95,8 +111,15 @@ impl TrainArgs {
         if let Some(e) = self.epochs {
             flag("--epochs", "training.epochs", toml::Value::Integer(e));
         }
-        if let Some(bs) = self.batch_size {
-            flag("--batch-size", "training.batch_size", toml::Value::Integer(bs));
+        if let Some(bs) = &self.batch_size {
+            let v = bs.parse::<i64>().map(toml::Value::Integer).unwrap_or_else(|_| toml::Value::String(bs.clone()));
+            flag("--batch-size", "training.batch_size", v);
+        }
+        if let Some(p) = &self.precision {
+            flag("--precision", "training.precision", toml::Value::String(p.clone()));
+        }
+        if self.profile {
+            flag("--profile", "training.profile", toml::Value::Boolean(true));
         }
         if let Some(s) = self.seed {
             flag("--seed", "training.seed", toml::Value::Integer(s));
@@ -127,6 +150,18 @@ fn real_main(cli: Cli) -> Result<(), TrainError> {
         Some(Command::Config(args)) => {
             let cfg = args.builder()?.build()?;
             print!("{}", cfg.to_toml());
+            Ok(())
+        }
+        Some(Command::TuneBatch(args)) => {
+            let cfg = args.builder()?.build()?;
+            let report = trainer::train::tune_batch(&cfg)?;
+            print!("{}", report.render());
+            Ok(())
+        }
+        Some(Command::ProbeBatch { layers, probe_batch }) => {
+            let cfg = layers.builder()?.build()?;
+            let ms = trainer::train::probe_batch(&cfg, probe_batch)?;
+            println!("ok {ms:.3}");
             Ok(())
         }
         Some(Command::Generate { layers, to }) => {

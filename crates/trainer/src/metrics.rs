@@ -8,9 +8,8 @@ use serde::Serialize;
 
 use crate::{Result, TrainError};
 
-pub const HEADER: &str =
-    "kind,epoch,step,samples,loss,top1,lr,grad_norm,samples_per_s,valid_loss,valid_top1,valid_top5,elapsed_s";
-const COLUMNS: usize = 13;
+pub const HEADER: &str = "kind,epoch,step,samples,loss,top1,lr,grad_norm,samples_per_s,valid_loss,valid_top1,valid_top5,elapsed_s,loss_scale,mem_in_use_mib,mem_reserved_mib";
+const COLUMNS: usize = 16;
 
 /// One row; `None` leaves the cell empty.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -28,6 +27,9 @@ pub struct Row {
     pub valid_top1: Option<f64>,
     pub valid_top5: Option<f64>,
     pub elapsed_s: f64,
+    pub loss_scale: Option<f64>,
+    pub mem_in_use_mib: Option<f64>,
+    pub mem_reserved_mib: Option<f64>,
 }
 
 fn cell(v: Option<f64>) -> String {
@@ -37,7 +39,7 @@ fn cell(v: Option<f64>) -> String {
 impl Row {
     fn line(&self) -> String {
         format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{:.3}\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{},{},{}\n",
             self.kind,
             self.epoch,
             self.step,
@@ -50,7 +52,10 @@ impl Row {
             cell(self.valid_loss),
             cell(self.valid_top1),
             cell(self.valid_top5),
-            self.elapsed_s
+            self.elapsed_s,
+            self.loss_scale.map(|x| format!("{x}")).unwrap_or_default(),
+            self.mem_in_use_mib.map(|x| format!("{x:.1}")).unwrap_or_default(),
+            self.mem_reserved_mib.map(|x| format!("{x:.1}")).unwrap_or_default()
         )
     }
 }
@@ -120,7 +125,11 @@ pub fn read_rows(path: &Path) -> Result<Vec<Row>> {
             continue;
         }
         rows.push(Row {
-            kind: if c[0] == "epoch" { "epoch" } else { "step" },
+            kind: match c[0] {
+                "epoch" => "epoch",
+                "memory" => "memory",
+                _ => "step",
+            },
             epoch: c[1].parse().unwrap_or(0),
             step: c[2].parse().unwrap_or(0),
             samples: c[3].parse().unwrap_or(0),
@@ -133,6 +142,9 @@ pub fn read_rows(path: &Path) -> Result<Vec<Row>> {
             valid_top1: num(c[10]),
             valid_top5: num(c[11]),
             elapsed_s: num(c[12]).unwrap_or(0.0),
+            loss_scale: num(c[13]),
+            mem_in_use_mib: num(c[14]),
+            mem_reserved_mib: num(c[15]),
         });
     }
     Ok(rows)

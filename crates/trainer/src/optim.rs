@@ -14,6 +14,7 @@ use crate::{InnerBackend, Result, TrainBackend, TrainError};
 
 type M = SignModel<TrainBackend>;
 
+#[derive(Clone)]
 pub enum Optim {
     AdamW(burn::optim::adaptor::OptimizerAdaptor<AdamW, M, TrainBackend>),
     Sgd(burn::optim::adaptor::OptimizerAdaptor<Sgd<InnerBackend>, M, TrainBackend>),

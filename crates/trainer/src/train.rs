@@ -15,7 +15,7 @@ use burn::module::{AutodiffModule, Module, ModuleVisitor, Param};
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::prelude::Backend;
-use burn::tensor::{Int, Tensor, Transaction};
+use burn::tensor::{FloatDType, Int, Tensor, Transaction};
 use data::augment::Augmenter;
 use data::dataset::{LoadOptions, SignDataset};
 use data::index::{fnv1a, FNV_OFFSET};
@@ -26,8 +26,9 @@ use models::precision::Materialize;
 use models::SignModel;
 use serde::Serialize;
 
+use crate::amp::{LossScaler, ScaleChange};
 use crate::checkpoint::{self, BestRecord, EpochRecord, ModelSignature, TrainState};
-use crate::config::{ExperimentConfig, Metric, ProgressMode};
+use crate::config::{BatchSize, ExperimentConfig, Metric, ProgressMode};
 use crate::metrics::{MetricsWriter, Row};
 use crate::optim::Optim;
 use crate::rundir;
@@ -76,6 +77,16 @@ pub struct Summary {
     /// Share of the training loop's wall time spent waiting for the data loader.
     pub data_wait_share: f64,
     pub skipped_steps: usize,
+    pub rollbacks: usize,
+    pub lr_scale: f64,
+    pub loss_scale: Option<f64>,
+    pub loss_scale_backoffs: usize,
+    pub precision: String,
+    pub precision_reason: String,
+    /// Distinct dtypes of the master weights at the end (always `["F32"]`).
+    pub master_dtypes: Vec<String>,
+    pub profile: Option<ProfileReport>,
+    pub gpu: Option<device::MonitorSummary>,
     pub stopped_early: bool,
     pub resumed_from_step: Option<usize>,
     pub last: Option<EpochRecord>,
@@ -136,6 +147,39 @@ pub fn prepare_data(cfg: &ExperimentConfig, pre: &Preprocessor, progress: bool) 
     }
     let (train, valid) = ds.split_by_group(cfg.data.valid_fraction, cfg.data.split_seed);
     Ok(PreparedData { root, dataset: Arc::new(ds), train, valid })
+}
+
+/// `trainer tune-batch`: resolve device, precision and data as a run would, then search.
+pub fn tune_batch(cfg: &ExperimentConfig) -> Result<crate::tune::TuneReport> {
+    let _turn = run_lock();
+    let selected = device::resolve(&cfg.device.device, &cfg.device.policy())?;
+    let rp = crate::amp::resolve_precision(cfg.training.precision, &selected.selection.capabilities);
+    let pre = Arc::new(Preprocessor::new(cfg.preprocess.clone())?);
+    let prepared = prepare_data(cfg, &pre, false)?;
+    if device::backend_name(&selected.device) == "cpu" {
+        crate::tune::tune_cpu(
+            cfg,
+            &prepared.dataset,
+            &prepared.train,
+            &pre,
+            &selected.device,
+            rp.precision,
+            &selected.selection.name,
+        )
+    } else {
+        let exe = std::env::current_exe().map_err(|e| TrainError::io("current executable", e))?;
+        crate::tune::tune_gpu(cfg, &exe, &selected.selection.name, rp.precision, prepared.train.len())
+    }
+}
+
+/// One batch-size probe (run in a child process by the GPU search): two full steps at `batch`.
+/// Returns ms per step; an out-of-memory kills the process, which is the answer.
+pub fn probe_batch(cfg: &ExperimentConfig, batch: usize) -> Result<f64> {
+    let selected = device::resolve(&cfg.device.device, &cfg.device.policy())?;
+    let rp = crate::amp::resolve_precision(cfg.training.precision, &selected.selection.capabilities);
+    let pre = Arc::new(Preprocessor::new(cfg.preprocess.clone())?);
+    let prepared = prepare_data(cfg, &pre, false)?;
+    crate::tune::time_steps(cfg, &prepared.dataset, &prepared.train, &pre, &selected.device, rp.precision, batch, 2)
 }
 
 /// Validation figures.
@@ -230,6 +274,129 @@ fn mirror_table(ds: &SignDataset, pre: &Preprocessor) -> Vec<usize> {
         }
         _ => Vec::new(),
     }
+}
+
+/// Fault injection: multiplies the first gradient tensor by infinity.
+struct CorruptFirst<'a> {
+    grads: &'a mut GradientsParams,
+    done: bool,
+}
+
+impl ModuleVisitor<TrainBackend> for CorruptFirst<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<TrainBackend, D>>) {
+        if self.done {
+            return;
+        }
+        if let Some(g) = self.grads.remove::<InnerBackend, D>(param.id) {
+            self.grads.register(param.id, g.mul_scalar(f64::INFINITY));
+            self.done = true;
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Data,
+    Forward,
+    Backward,
+    Optimizer,
+}
+
+/// Step-phase timer. Enabled, it syncs the device at each phase boundary (so asynchronous GPU
+/// work is charged to the phase that queued it); disabled, it costs nothing and adds no syncs.
+#[derive(Debug, Default)]
+pub struct Profiler {
+    pub enabled: bool,
+    /// data, forward, backward, optimizer.
+    pub phases: [Duration; 4],
+    pub total: Duration,
+    pub steps: usize,
+}
+
+impl Profiler {
+    fn mark(&mut self, device: &Device, phase: Phase, since: Instant) -> Instant {
+        if self.enabled {
+            device::memory::sync(device);
+            self.phases[phase as usize] += since.elapsed();
+        }
+        Instant::now()
+    }
+
+    fn accounted(&self) -> Duration {
+        self.phases.iter().sum()
+    }
+
+    fn end_step(&mut self, start: Instant, _before: Duration) {
+        if self.enabled {
+            self.total += start.elapsed();
+            self.steps += 1;
+        }
+    }
+
+    /// Rows of (phase, ms per step, share of step time), "other" last.
+    pub fn table(&self) -> Vec<ProfileRow> {
+        let steps = self.steps.max(1) as f64;
+        let total = self.total.as_secs_f64().max(1e-12);
+        let other = (self.total.saturating_sub(self.accounted())).as_secs_f64();
+        let names = ["data wait", "forward", "backward", "optimizer"];
+        let mut rows: Vec<ProfileRow> = names
+            .iter()
+            .zip(self.phases)
+            .map(|(n, d)| ProfileRow {
+                phase: (*n).into(),
+                ms_per_step: d.as_secs_f64() * 1e3 / steps,
+                share: d.as_secs_f64() / total,
+            })
+            .collect();
+        rows.push(ProfileRow { phase: "other".into(), ms_per_step: other * 1e3 / steps, share: other / total });
+        rows
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProfileRow {
+    pub phase: String,
+    pub ms_per_step: f64,
+    pub share: f64,
+}
+
+/// `summary.json`'s `profile` (with `--profile`).
+#[derive(Debug, Clone, Serialize)]
+pub struct ProfileReport {
+    pub steps: usize,
+    pub ms_per_step: f64,
+    pub samples_per_s: f64,
+    pub phases: Vec<ProfileRow>,
+    pub gpu_mean_utilization_pct: Option<f64>,
+}
+
+impl ProfileReport {
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "step profile ({} steps, {:.1} ms/step, {:.1} samples/s):\n",
+            self.steps, self.ms_per_step, self.samples_per_s
+        );
+        for r in &self.phases {
+            out += &format!("  {:<10} {:>9.1} ms ({:>4.1}%)\n", r.phase, r.ms_per_step, 100.0 * r.share);
+        }
+        if let Some(u) = self.gpu_mean_utilization_pct {
+            out += &format!("  GPU utilization (mean): {u:.0}%\n");
+        }
+        out
+    }
+}
+
+/// Distinct dtypes of a model's float parameters.
+fn master_dtypes(model: &SignModel<TrainBackend>) -> Vec<String> {
+    struct Dtypes(std::collections::BTreeSet<String>);
+    impl ModuleVisitor<TrainBackend> for Dtypes {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<TrainBackend, D>>) {
+            self.0.insert(format!("{:?}", param.val().dtype()));
+        }
+    }
+    let mut d = Dtypes(Default::default());
+    model.visit(&mut d);
+    d.0.into_iter().collect()
 }
 
 fn mix(seed: u64, a: u64, b: u64) -> u64 {
@@ -369,8 +536,19 @@ struct Event<'a> {
     detail: String,
 }
 
-/// Train one experiment end to end (or resume one).
-pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
+/// Burn's backend RNG (model init, dropout) is process-global, so two runs at once in one
+/// process would draw from one stream and neither would be reproducible. Runs (and batch-size
+/// searches) in a process take turns.
+static RUN_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn run_lock() -> std::sync::MutexGuard<'static, ()> {
+    RUN_LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Train one experiment end to end (or resume one). Runs in one process are serialized (see
+/// [`RUN_LOCK`]).
+pub fn run(mut cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
+    let _turn = run_lock();
     let wall = Instant::now();
     cfg.validate().map_err(|(key, message)| crate::ConfigError {
         origin: crate::config::Origin { source: "config".into(), line: None },
@@ -408,14 +586,20 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
         None
     };
     std::fs::create_dir_all(&run_dir).map_err(|e| TrainError::io(&run_dir, e))?;
-    let config_toml = cfg.to_toml();
-    rundir::write_atomic(&run_dir.join(rundir::CONFIG_FILE), config_toml.as_bytes())?;
 
-    // Device.
+    // Device and precision.
     let selected = device::resolve(&cfg.device.device, &cfg.device.policy())?;
     let device: Device = selected.device.clone();
     if show {
         println!("device: {} ({})", selected.selection.name, selected.selection.reason);
+    }
+    let rp = crate::amp::resolve_precision(cfg.training.precision, &selected.selection.capabilities);
+    if let Some(w) = &rp.warning {
+        eprintln!("warning: {w}");
+    }
+    let compute_dtype = (rp.precision != device::Precision::F32).then(|| rp.precision.float_dtype());
+    if show {
+        println!("precision: {} compute, f32 master weights ({})", rp.precision, rp.reason);
     }
 
     // Data.
@@ -427,9 +611,28 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
     let groups = |idx: &[usize]| {
         idx.iter().map(|&i| ds.items[i].group.as_str()).collect::<std::collections::BTreeSet<_>>().len()
     };
+
+    // Batch size ("auto" is resolved here and stored resolved, so a resume uses the same).
+    if cfg.training.batch_size == BatchSize::Auto {
+        let report = if device::backend_name(&device) == "cpu" {
+            crate::tune::tune_cpu(&cfg, &ds, &train_idx, &pre, &device, rp.precision, &selected.selection.name)?
+        } else {
+            let exe = std::env::current_exe().map_err(|e| TrainError::io("current executable", e))?;
+            crate::tune::tune_gpu(&cfg, &exe, &selected.selection.name, rp.precision, train_idx.len())?
+        };
+        if show {
+            print!("{}", report.render());
+        }
+        cfg.training.batch_size = BatchSize::Fixed(report.batch_size);
+        cfg.training.accumulation_steps = report.accumulation_steps;
+        rundir::write_json(&run_dir.join("batch-size.json"), &report)?;
+    }
+    let config_toml = cfg.to_toml();
+    rundir::write_atomic(&run_dir.join(rundir::CONFIG_FILE), config_toml.as_bytes())?;
     let t = &cfg.training;
+    let batch_size = t.batch_size.fixed().expect("resolved above");
     let loader_cfg = LoaderConfig {
-        batch_size: t.batch_size,
+        batch_size,
         shuffle: true,
         drop_last: t.drop_last,
         seed: t.seed,
@@ -444,7 +647,7 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
             "the training split has {} sequences ({} batches of {}), fewer than one optimizer step needs (accumulation_steps = {accum}); lower training.batch_size or training.accumulation_steps",
             train_idx.len(),
             batches_per_epoch,
-            t.batch_size
+            batch_size
         )));
     }
     let mut total_steps = steps_per_epoch * t.epochs;
@@ -515,9 +718,9 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
             groups(&train_idx),
             valid_idx.len(),
             groups(&valid_idx),
-            t.batch_size,
+            batch_size,
             accum,
-            t.batch_size * accum,
+            batch_size * accum,
             total_steps
         );
     }
@@ -525,6 +728,16 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
         .with_smoothing((t.label_smoothing > 0.0).then_some(t.label_smoothing as f32))
         .init::<TrainBackend>(&device);
 
+    if state.scaler.enabled != (rp.precision == device::Precision::F16) {
+        state.scaler = LossScaler::new(rp.precision == device::Precision::F16, &cfg.amp);
+    }
+    let mut snapshot = (model.clone(), optim.clone(), state.step);
+    let mut good_since_snapshot = 0usize;
+    let mut recovery_log: Vec<String> = Vec::new();
+    let mut prof = Profiler { enabled: t.profile, ..Default::default() };
+    let monitor = (device::backend_name(&device) == "cuda")
+        .then(|| device::GpuMonitor::start(Duration::from_millis(500), Some(&run_dir.join("gpu.csv"))))
+        .transpose()?;
     let progress = Progress::new(cfg.training.progress, total_steps, state.step);
     let loop_start = Instant::now();
     let mut data_wait = Duration::ZERO;
@@ -553,38 +766,67 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
             epoch_start = Instant::now();
         }
         while state.batch_in_epoch < usable && state.step < total_steps {
+            let step_start = Instant::now();
+            let phases_before = prof.accounted();
             let mut accumulator = GradientsAccumulator::<SignModel<TrainBackend>>::new();
             let mut single: Option<GradientsParams> = None;
             let mut losses: Vec<Tensor<InnerBackend, 1>> = Vec::with_capacity(accum);
             let mut corrects: Vec<Tensor<InnerBackend, 1, Int>> = Vec::with_capacity(accum);
             let mut n = 0u64;
+            let scale = state.scaler.scale;
+            // Forward/backward run on f16/bf16 copies of the f32 masters (same ParamIds).
+            let compute = match compute_dtype {
+                Some(dt) => models::precision::cast_for_compute(model.clone(), dt),
+                None => model.clone(),
+            };
+            let inject_nan = cfg.fault.nan_loss_steps.contains(&state.step);
             for k in 0..accum {
-                let wait = Instant::now();
+                let t0 = Instant::now();
                 let hb: HostBatch = loader.next().ok_or_else(|| {
                     TrainError::Invalid(format!("the data loader ended early in epoch {}", epoch + 1))
                 })?;
-                data_wait += wait.elapsed();
-                TrainBackend::seed(&device, mix(t.seed, state.step as u64, k as u64));
+                data_wait += t0.elapsed();
                 let batch = hb.to_device::<TrainBackend>(&device);
-                let logits = model.forward(batch.inputs, batch.pad_mask);
-                let loss = loss_fn.forward(logits.clone(), batch.labels.clone());
+                let t1 = prof.mark(&device, Phase::Data, t0);
+                TrainBackend::seed(&device, mix(t.seed, state.step as u64, k as u64));
+                let inputs = match compute_dtype {
+                    Some(dt) => batch.inputs.cast(dt),
+                    None => batch.inputs,
+                };
+                let mut logits = compute.forward(inputs, batch.pad_mask);
+                if compute_dtype.is_some() {
+                    logits = logits.cast(FloatDType::F32);
+                }
+                // Loss and softmax in f32.
+                let mut loss = loss_fn.forward(logits.clone(), batch.labels.clone());
+                if inject_nan {
+                    loss = loss.mul_scalar(f64::NAN);
+                }
                 let correct = logits.argmax(1).reshape([hb.batch]).equal(batch.labels).int().sum();
                 losses.push(loss.clone().inner());
                 corrects.push(correct.inner());
-                let loss = if accum > 1 { loss.div_scalar(accum as f64) } else { loss };
+                let factor = scale / accum as f64;
+                let loss = if factor != 1.0 { loss.mul_scalar(factor) } else { loss };
+                let t2 = prof.mark(&device, Phase::Forward, t1);
                 let grads = GradientsParams::from_grads(loss.backward(), &model);
                 if accum == 1 {
                     single = Some(grads);
                 } else {
                     accumulator.accumulate(&model, grads);
                 }
+                prof.mark(&device, Phase::Backward, t2);
                 n += hb.batch as u64;
             }
+            let t3 = Instant::now();
             state.batch_in_epoch += accum;
             let mut grads = single.unwrap_or_else(|| accumulator.grads());
+            if cfg.fault.inf_grad_steps.contains(&state.step) {
+                model.visit(&mut CorruptFirst { grads: &mut grads, done: false });
+            }
             let mut norm = GradNorm { grads: &grads, total: None };
             model.visit(&mut norm);
             let norm2 = norm.total.unwrap_or_else(|| Tensor::zeros([1], &device));
+            // The one host read of the step: loss, correct count, squared global gradient norm.
             let read = Transaction::default()
                 .register(Tensor::cat(losses, 0).sum())
                 .register(Tensor::cat(corrects, 0).sum())
@@ -593,32 +835,119 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
             let first = |i: usize| read[i].iter::<f64>().next().unwrap_or(f64::NAN);
             let (loss_sum, correct, norm2) = (first(0), first(1) as u64, first(2));
             let step_loss = loss_sum / accum as f64;
-            let grad_norm = norm2.sqrt();
-            let lr = schedule.lr(state.step);
-            if step_loss.is_finite() && grad_norm.is_finite() {
+            let grad_norm = norm2.sqrt() / scale;
+            let lr = schedule.lr(state.step) * state.lr_scale;
+            let finite = step_loss.is_finite() && norm2.is_finite();
+            match state.scaler.update(finite, &cfg.amp) {
+                ScaleChange::Grew(to) => metrics.event(&Event {
+                    step: state.step,
+                    epoch: epoch + 1,
+                    kind: "loss_scale_growth",
+                    detail: format!("loss scale {scale} -> {to}"),
+                })?,
+                ScaleChange::BackedOff(to) => metrics.event(&Event {
+                    step: state.step,
+                    epoch: epoch + 1,
+                    kind: "loss_scale_backoff",
+                    detail: format!("loss scale {scale} -> {to} (gradients overflowed)"),
+                })?,
+                ScaleChange::None => {}
+            }
+            if finite {
+                let mut factor = 1.0 / scale;
                 let clip = cfg.optimizer.clip_grad_norm;
                 if clip > 0.0 && grad_norm > clip {
-                    model.visit(&mut ScaleGrads { grads: &mut grads, factor: clip / (grad_norm + 1e-6) });
+                    factor *= clip / (grad_norm + 1e-6);
+                }
+                if factor != 1.0 {
+                    model.visit(&mut ScaleGrads { grads: &mut grads, factor });
                 }
                 model = optim.step(lr, model, grads);
+                state.consecutive_bad = 0;
                 window_loss += step_loss;
                 epoch_loss += step_loss;
                 window_steps += 1;
                 epoch_steps += 1;
+                good_since_snapshot += 1;
+                if good_since_snapshot >= cfg.recovery.snapshot_every {
+                    snapshot = (model.clone(), optim.clone(), state.step + 1);
+                    good_since_snapshot = 0;
+                }
             } else {
                 state.skipped_steps += 1;
+                let cause = if step_loss.is_finite() {
+                    format!("gradient norm is {}", norm2.sqrt())
+                } else {
+                    format!("loss is {step_loss}")
+                };
+                // f16 overflow while the scale can still shrink is the scaler's job, not a fault.
+                let overflow_only = step_loss.is_finite() && state.scaler.enabled && !state.scaler.at_floor(&cfg.amp);
+                if !overflow_only {
+                    state.consecutive_bad += 1;
+                }
+                let detail = format!("step skipped: {cause} ({} bad in a row)", state.consecutive_bad);
+                recovery_log.push(format!("step {}: {detail}", state.step));
                 metrics.event(&Event {
                     step: state.step,
                     epoch: epoch + 1,
                     kind: "skipped_step",
-                    detail: format!("non-finite loss ({step_loss}) or gradient norm ({grad_norm})"),
+                    detail: detail.clone(),
                 })?;
-                progress.println(&format!(
-                    "warning: step {} skipped: loss {step_loss}, gradient norm {grad_norm}",
-                    state.step
-                ));
+                progress.println(&format!("warning: step {} {detail}", state.step));
+                if state.consecutive_bad >= cfg.recovery.max_consecutive_bad {
+                    if state.rollbacks >= cfg.recovery.max_rollbacks {
+                        let report = format!(
+                            "{} non-finite steps in a row after {} rollbacks (LR scale {}); recovery log: {}",
+                            state.consecutive_bad,
+                            state.rollbacks,
+                            state.lr_scale,
+                            recovery_log.join("; ")
+                        );
+                        metrics.event(&Event {
+                            step: state.step,
+                            epoch: epoch + 1,
+                            kind: "abort",
+                            detail: report.clone(),
+                        })?;
+                        progress.finish();
+                        return Err(TrainError::Diverged(report));
+                    }
+                    model = snapshot.0.clone();
+                    optim = snapshot.1.clone();
+                    state.lr_scale *= cfg.recovery.lr_cut;
+                    state.rollbacks += 1;
+                    state.consecutive_bad = 0;
+                    let detail = format!(
+                        "rolled back to the weights of step {}, LR scale now {}, continuing after the offending batch",
+                        snapshot.2, state.lr_scale
+                    );
+                    recovery_log.push(format!("step {}: {detail}", state.step));
+                    metrics.event(&Event {
+                        step: state.step,
+                        epoch: epoch + 1,
+                        kind: "rollback",
+                        detail: detail.clone(),
+                    })?;
+                    progress.println(&format!("warning: {detail}"));
+                }
             }
+            prof.mark(&device, Phase::Optimizer, t3);
             last_grad_norm = grad_norm;
+            if t.empty_cache_interval > 0 && (state.step + 1).is_multiple_of(t.empty_cache_interval) {
+                device::empty_cache(&device);
+                if let Some(m) = device::memory_stats(&device) {
+                    metrics.write(&Row {
+                        kind: "memory",
+                        epoch: epoch + 1,
+                        step: state.step + 1,
+                        samples: state.samples + n,
+                        mem_in_use_mib: Some(m.bytes_in_use as f64 / 1048576.0),
+                        mem_reserved_mib: Some(m.bytes_reserved as f64 / 1048576.0),
+                        elapsed_s: state.elapsed_s + loop_start.elapsed().as_secs_f64(),
+                        ..Row::default()
+                    })?;
+                }
+            }
             state.step += 1;
             state.samples += n;
             window_correct += correct;
@@ -656,6 +985,7 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
                     grad_norm: Some(grad_norm),
                     samples_per_s: Some(sps),
                     elapsed_s: state.elapsed_s + loop_start.elapsed().as_secs_f64(),
+                    loss_scale: state.scaler.enabled.then_some(state.scaler.scale),
                     ..Row::default()
                 })?;
                 window_start = Instant::now();
@@ -668,6 +998,7 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
                 s.elapsed_s += loop_start.elapsed().as_secs_f64();
                 checkpoint::save(&run_dir, &model, &optim, &s, cfg.checkpoint.keep_last)?;
             }
+            prof.end_step(step_start, phases_before);
             if opts.stop_after_steps.is_some_and(|s| state.step >= s) && !epoch_ends {
                 interrupted = true;
                 break 'epochs;
@@ -680,7 +1011,7 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
         let train_loss = epoch_loss / epoch_steps.max(1) as f64;
         let train_top1 = epoch_correct as f64 / epoch_samples.max(1) as f64;
         let eval = (!valid_idx.is_empty())
-            .then(|| evaluate(&model.valid(), &ds, &pre, &valid_idx, t.batch_size, cfg.data.workers, &device));
+            .then(|| evaluate(&model.valid(), &ds, &pre, &valid_idx, batch_size, cfg.data.workers, &device));
         let record = EpochRecord {
             epoch: epoch + 1,
             step: state.step,
@@ -707,6 +1038,8 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
             valid_top1: record.valid_top1,
             valid_top5: record.valid_top5,
             elapsed_s: record.elapsed_s,
+            loss_scale: state.scaler.enabled.then_some(state.scaler.scale),
+            ..Row::default()
         })?;
         let metric = t.early_stopping.metric;
         let value = match (metric, &eval) {
@@ -766,6 +1099,7 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
     }
     progress.finish();
     let loop_s = loop_start.elapsed().as_secs_f64();
+    let gpu = monitor.map(|m| m.stop());
     if interrupted {
         return Ok(RunOutcome { run_dir, summary: None });
     }
@@ -796,6 +1130,16 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
     let exported_model = rundir::export_model(&run_dir, &export, &card, &config_toml)?;
 
     let train_seconds = state.elapsed_s + loop_s;
+    let profile = prof.enabled.then(|| {
+        let ms = prof.total.as_secs_f64() * 1e3 / prof.steps.max(1) as f64;
+        ProfileReport {
+            steps: prof.steps,
+            ms_per_step: ms,
+            samples_per_s: (batch_size * accum) as f64 * 1e3 / ms.max(1e-9),
+            phases: prof.table(),
+            gpu_mean_utilization_pct: gpu.as_ref().and_then(|g| g.mean_utilization()),
+        }
+    });
     let summary = Summary {
         name: cfg.name.clone(),
         run_dir: run_dir.clone(),
@@ -812,14 +1156,23 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
         chance_top1: 1.0 / ds.num_classes().max(1) as f64,
         epochs_run: state.history.len(),
         steps: state.step,
-        batch_size: t.batch_size,
+        batch_size,
         accumulation_steps: accum,
-        effective_batch_size: t.batch_size * accum,
+        effective_batch_size: batch_size * accum,
         samples_seen: state.samples,
         train_seconds,
         samples_per_s: state.history.iter().map(|h| h.samples_per_s).sum::<f64>() / state.history.len().max(1) as f64,
         data_wait_share: data_wait.as_secs_f64() / loop_s.max(1e-9),
         skipped_steps: state.skipped_steps,
+        rollbacks: state.rollbacks,
+        lr_scale: state.lr_scale,
+        loss_scale: state.scaler.enabled.then_some(state.scaler.scale),
+        loss_scale_backoffs: state.scaler.backoffs,
+        precision: rp.precision.to_string(),
+        precision_reason: rp.reason.clone(),
+        master_dtypes: master_dtypes(&model),
+        profile: profile.clone(),
+        gpu: gpu.clone(),
         stopped_early,
         resumed_from_step: resumed_from,
         last: state.history.last().cloned(),
@@ -839,6 +1192,23 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
                 ),
                 None => println!("best epoch {}: {} {:.4}", b.epoch, b.metric, b.value),
             }
+        }
+        if let Some(p) = &summary.profile {
+            print!("{}", p.render());
+        }
+        if let Some(g) = &summary.gpu {
+            for gs in &g.gpus {
+                println!(
+                    "GPU {} {}: utilization mean {:.0}% (max {:.0}%), memory max {:.0} MiB, temperature max {:.0} C, power mean {:.0} W (gpu.csv)",
+                    gs.gpu, gs.name, gs.utilization_pct.mean, gs.utilization_pct.max, gs.memory_used_mib.max, gs.temperature_c.max, gs.power_w.mean
+                );
+            }
+        }
+        if summary.skipped_steps > 0 || summary.rollbacks > 0 {
+            println!(
+                "recovery: {} skipped steps, {} rollbacks, LR scale {} (events.jsonl)",
+                summary.skipped_steps, summary.rollbacks, summary.lr_scale
+            );
         }
         println!(
             "done in {} ({} steps, {:.0} samples/s, data wait {:.1}%); run directory {}",

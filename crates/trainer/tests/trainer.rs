@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use trainer::config::{ConfigBuilder, ExperimentConfig, FlagOverride, DEFAULT_TOML};
+use trainer::config::{BatchSize, ConfigBuilder, ExperimentConfig, FlagOverride, DEFAULT_TOML};
 use trainer::{run, RunOptions};
 
 fn configs_dir() -> PathBuf {
@@ -69,7 +69,7 @@ fn shipped_configs_parse_and_validate() {
     let mut b = ConfigBuilder::new();
     b.add_file(&configs_dir().join("islr-reference.toml")).unwrap();
     let reference = b.build().unwrap();
-    assert_eq!(reference.training.batch_size * reference.training.accumulation_steps, 512);
+    assert_eq!(reference.training.batch_size.fixed().unwrap() * reference.training.accumulation_steps, 512);
     assert_eq!(reference.model.kind(), "conv_transformer");
 }
 
@@ -84,7 +84,7 @@ fn layers_apply_in_order_and_remember_their_origin() {
     let mut b = ConfigBuilder::new();
     b.add_file(&file).unwrap();
     let cfg = b.build().unwrap();
-    assert_eq!((cfg.training.epochs, cfg.training.batch_size), (5, 8));
+    assert_eq!((cfg.training.epochs, cfg.training.batch_size), (5, BatchSize::Fixed(8)));
     // A new model kind replaces the default's conv-transformer keys instead of failing on them.
     assert_eq!(cfg.model, models::ModelConfig::Gru(models::GruModelConfig { hidden: 32, ..Default::default() }));
     assert_eq!(b.origin_of("training.epochs").to_string(), format!("{}, line 2", file.display()));
@@ -101,7 +101,7 @@ fn layers_apply_in_order_and_remember_their_origin() {
     let cfg = b.build().unwrap();
     assert_eq!(cfg.training.epochs, 9);
     assert_eq!(cfg.device.device, device::DeviceSpec::Cpu);
-    assert_eq!(cfg.training.batch_size, 8, "untouched keys keep the file's value");
+    assert_eq!(cfg.training.batch_size, BatchSize::Fixed(8), "untouched keys keep the file's value");
     assert_eq!(b.origin_of("training.epochs").to_string(), "--epochs");
 }
 
@@ -325,4 +325,208 @@ fn killed_process_resumes_from_last_complete_checkpoint() {
     assert!(!staging_step_dir(&run_dir), "staging directories are cleaned up");
     let events = std::fs::read_to_string(run_dir.join("events.jsonl")).unwrap();
     assert!(events.contains("\"kind\":\"resume\""), "{events}");
+}
+
+/// The smoke experiment on a slightly larger synthetic set that a tiny transformer learns in
+/// about a second: 6 signs x 6 signers x 3 repetitions, 2 signers (36 sequences) held out.
+fn learnable(tmp: &Path, sets: &[&str]) -> ExperimentConfig {
+    let mut all = vec![
+        "training.epochs=12",
+        "synthetic.classes=6",
+        "synthetic.signers=6",
+        "synthetic.repetitions=3",
+        "data.valid_fraction=0.34",
+        "model.dim=32",
+        "model.ff_dim=64",
+        "training.batch_size=8",
+        "checkpoint.every_steps=0",
+    ];
+    all.extend_from_slice(sets);
+    smoke(tmp, &all)
+}
+
+fn train_in(tmp: &Path, name: &str, cfg: ExperimentConfig) -> trainer::train::Summary {
+    run(cfg, RunOptions { run_dir: Some(tmp.join(name)), ..Default::default() }).unwrap().summary.unwrap()
+}
+
+fn events(run_dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(run_dir.join("events.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn kinds(ev: &[serde_json::Value]) -> Vec<String> {
+    ev.iter().map(|e| e["kind"].as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn half_precision_learns_like_f32_with_f32_master_weights() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f32_run = train_in(tmp.path(), "f32", learnable(tmp.path(), &["training.precision=f32"]));
+    let top1 = |s: &trainer::train::Summary| s.last.as_ref().unwrap().valid_top1.unwrap();
+    let vloss = |s: &trainer::train::Summary| s.last.as_ref().unwrap().valid_loss.unwrap();
+    assert!(top1(&f32_run) > 0.6, "f32 should learn (chance 0.167): {}", top1(&f32_run));
+    for p in ["f16", "bf16"] {
+        let s = train_in(tmp.path(), p, learnable(tmp.path(), &[&format!("training.precision={p}")]));
+        assert_eq!(s.precision, p);
+        assert_eq!(s.master_dtypes, ["F32"], "{p}: master weights must stay f32");
+        eprintln!(
+            "{p}: valid top-1 {:.3} (f32 {:.3}), valid loss {:.4} (f32 {:.4})",
+            top1(&s),
+            top1(&f32_run),
+            vloss(&s),
+            vloss(&f32_run)
+        );
+        assert!((top1(&s) - top1(&f32_run)).abs() <= 0.1, "{p}: top-1 {} vs f32 {}", top1(&s), top1(&f32_run));
+        assert!((vloss(&s) - vloss(&f32_run)).abs() <= 0.05, "{p}: loss {} vs f32 {}", vloss(&s), vloss(&f32_run));
+        // The half-precision compute really happened: the numbers are close, not identical.
+        assert_ne!(vloss(&s), vloss(&f32_run), "{p} gave bit-identical results to f32");
+    }
+}
+
+#[test]
+fn injected_nan_is_skipped_and_the_run_still_learns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clean = train_in(tmp.path(), "clean", learnable(tmp.path(), &[]));
+    let faulty =
+        train_in(tmp.path(), "nan", learnable(tmp.path(), &["fault.nan_loss_steps=[4]", "fault.inf_grad_steps=[9]"]));
+    assert_eq!((faulty.skipped_steps, faulty.rollbacks), (2, 0));
+    let ev = events(&tmp.path().join("nan"));
+    assert_eq!(kinds(&ev), ["skipped_step", "skipped_step"]);
+    assert_eq!((ev[0]["step"].as_u64(), ev[1]["step"].as_u64()), (Some(4), Some(9)));
+    assert!(ev[0]["detail"].as_str().unwrap().contains("loss is NaN"), "{ev:?}");
+    assert!(ev[1]["detail"].as_str().unwrap().contains("gradient norm is inf"), "{ev:?}");
+    let (a, b) = (clean.last.unwrap().valid_top1.unwrap(), faulty.last.unwrap().valid_top1.unwrap());
+    assert!(b >= a - 0.1, "with two skipped steps top-1 {b}, clean {a}");
+}
+
+#[test]
+fn repeated_nan_rolls_back_cuts_the_lr_and_recovers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clean = train_in(tmp.path(), "clean", learnable(tmp.path(), &[]));
+    let cfg = learnable(
+        tmp.path(),
+        &["fault.nan_loss_steps=[10, 11, 12]", "recovery.max_consecutive_bad=3", "recovery.snapshot_every=4"],
+    );
+    let s = train_in(tmp.path(), "rollback", cfg);
+    assert_eq!((s.skipped_steps, s.rollbacks, s.lr_scale), (3, 1, 0.5));
+    let ev = events(&tmp.path().join("rollback"));
+    assert_eq!(kinds(&ev), ["skipped_step", "skipped_step", "skipped_step", "rollback"]);
+    assert!(ev[3]["detail"].as_str().unwrap().contains("rolled back to the weights of step 8"), "{ev:?}");
+    let (a, b) = (clean.last.unwrap().valid_top1.unwrap(), s.last.unwrap().valid_top1.unwrap());
+    eprintln!("rollback run: valid top-1 {b:.3}, clean run {a:.3}");
+    assert!(b >= a - 0.1, "after a rollback top-1 {b}, clean {a}");
+}
+
+#[test]
+fn endless_nan_aborts_with_a_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let steps: Vec<String> = (3..60).map(|s| s.to_string()).collect();
+    let nan = format!("fault.nan_loss_steps=[{}]", steps.join(","));
+    let cfg = learnable(tmp.path(), &[&nan, "recovery.max_consecutive_bad=2", "recovery.max_rollbacks=2"]);
+    let err = run(cfg, RunOptions { run_dir: Some(tmp.path().join("abort")), ..Default::default() }).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with("training diverged and was aborted: 2 non-finite steps in a row after 2 rollbacks"),
+        "{msg}"
+    );
+    assert!(msg.contains("step 3: step skipped: loss is NaN"), "{msg}");
+    let ev = events(&tmp.path().join("abort"));
+    assert_eq!(kinds(&ev).iter().filter(|k| *k == "rollback").count(), 2);
+    assert_eq!(kinds(&ev).last().map(String::as_str), Some("abort"));
+}
+
+#[test]
+fn f16_loss_scale_backs_off_on_overflow_and_grows_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = learnable(
+        tmp.path(),
+        &[
+            "training.precision=f16",
+            "training.epochs=2",
+            "amp.init_scale=1024",
+            "amp.growth_interval=4",
+            "fault.inf_grad_steps=[2]",
+            "training.log_every=1",
+        ],
+    );
+    let s = train_in(tmp.path(), "scale", cfg);
+    assert_eq!((s.skipped_steps, s.rollbacks, s.loss_scale_backoffs), (1, 0, 1));
+    let ev = events(&tmp.path().join("scale"));
+    let k = kinds(&ev);
+    assert_eq!(&k[..2], ["loss_scale_backoff", "skipped_step"]);
+    assert!(ev[0]["detail"].as_str().unwrap().contains("1024 -> 512"), "{ev:?}");
+    assert!(k[2..].iter().all(|x| x == "loss_scale_growth") && k.len() >= 3, "{k:?}");
+    // The scale is in metrics.csv: 1024 for steps 1-2, 512 after the overflow, then doubling.
+    let rows = trainer::metrics::read_rows(&tmp.path().join("scale/metrics.csv")).unwrap();
+    let scales: Vec<f64> = rows.iter().filter(|r| r.kind == "step").map(|r| r.loss_scale.unwrap()).collect();
+    assert_eq!(&scales[..7], [1024.0, 1024.0, 512.0, 512.0, 512.0, 512.0, 1024.0], "{scales:?}");
+    assert_eq!(s.loss_scale, scales.last().copied());
+}
+
+#[test]
+fn auto_batch_size_profile_and_tune_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = learnable(
+        tmp.path(),
+        &[
+            "training.batch_size=\"auto\"",
+            "training.max_batch_size=16",
+            "training.effective_batch_size=16",
+            "training.epochs=1",
+            "training.profile=true",
+        ],
+    );
+    let report = trainer::train::tune_batch(&cfg).unwrap();
+    assert_eq!(report.rows.iter().map(|r| r.batch).collect::<Vec<_>>()[..2], [4, 8]);
+    assert!(report.rows.iter().all(|r| r.fits && r.samples_per_s.unwrap() > 0.0));
+    assert!([4, 8, 16].contains(&report.batch_size));
+    assert_eq!(report.batch_size * report.accumulation_steps, 16);
+    assert!(report.render().contains("chosen: batch_size = "));
+
+    let s = train_in(tmp.path(), "auto", cfg);
+    assert_eq!(s.effective_batch_size, 16);
+    let resolved = std::fs::read_to_string(tmp.path().join("auto/config.toml")).unwrap();
+    assert!(resolved.contains(&format!("batch_size = {}", s.batch_size)), "the resolved size is stored for resume");
+    assert!(tmp.path().join("auto/batch-size.json").is_file());
+    let p = s.profile.expect("profile requested");
+    let names: Vec<&str> = p.phases.iter().map(|r| r.phase.as_str()).collect();
+    assert_eq!(names, ["data wait", "forward", "backward", "optimizer", "other"]);
+    let share: f64 = p.phases.iter().map(|r| r.share).sum();
+    assert!((share - 1.0).abs() < 1e-6 && p.phases[1].ms_per_step > 0.0 && p.phases[2].ms_per_step > 0.0, "{p:?}");
+    assert!(p.render().contains("forward"));
+}
+
+/// Cache emptying with memory statistics needs a backend with a memory pool: WGPU on llvmpipe.
+#[test]
+fn empty_cache_interval_logs_memory_on_wgpu() {
+    let dev = device::probe();
+    if dev.wgpu.adapters.is_empty() {
+        assert!(
+            std::env::var("SIGNFLOW_REQUIRE_WGPU").is_err(),
+            "SIGNFLOW_REQUIRE_WGPU is set but no WGPU adapter was found"
+        );
+        eprintln!("skipped: no WGPU adapter");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = smoke(
+        tmp.path(),
+        &[
+            "device.device=\"wgpu\"",
+            "device.allow_software_wgpu=true",
+            "training.max_steps=4",
+            "training.empty_cache_interval=2",
+        ],
+    );
+    let s = train_in(tmp.path(), "wgpu", cfg);
+    assert_eq!(s.steps, 4);
+    let rows = trainer::metrics::read_rows(&tmp.path().join("wgpu/metrics.csv")).unwrap();
+    let mem: Vec<_> = rows.iter().filter(|r| r.kind == "memory").collect();
+    assert_eq!(mem.iter().map(|r| r.step).collect::<Vec<_>>(), [2, 4]);
+    assert!(mem
+        .iter()
+        .all(|r| r.mem_reserved_mib.unwrap() > 0.0 && r.mem_in_use_mib.unwrap() <= r.mem_reserved_mib.unwrap()));
 }

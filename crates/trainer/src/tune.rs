@@ -1,0 +1,278 @@
+//! Automatic batch size (`training.batch_size = "auto"`, `trainer tune-batch`).
+//!
+//! - CPU: time full training steps (forward, backward, optimizer, in the run's precision) at
+//!   power-of-two batch sizes and take the fastest in samples/s; stop at `max_batch_size`, when
+//!   throughput falls clearly below the best, or when the process would use more than half of the
+//!   machine's memory (projected from the measured growth).
+//! - GPU: out-of-memory is not recoverable in-process in Burn 0.21 (the device thread panics),
+//!   so each size is tried in a child process (`trainer __probe-batch`); sizes double until one
+//!   fails, a bisection narrows the boundary, and a 10% safety margin is taken off.
+//!
+//! With `training.effective_batch_size`, `accumulation_steps` is set so the effective batch stays.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use burn::module::Module;
+use burn::nn::loss::CrossEntropyLossConfig;
+use burn::optim::GradientsParams;
+use burn::prelude::Backend;
+use burn::tensor::FloatDType;
+use data::dataset::SignDataset;
+use data::loader::ItemBatcher;
+use data::preprocess::Preprocessor;
+use device::Precision;
+use models::precision::Materialize;
+use models::SignModel;
+use serde::Serialize;
+
+use crate::config::ExperimentConfig;
+use crate::optim::Optim;
+use crate::{Result, TrainBackend, TrainError};
+
+type Device = device::DispatchDevice;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TuneRow {
+    pub batch: usize,
+    pub fits: bool,
+    pub step_ms: Option<f64>,
+    pub samples_per_s: Option<f64>,
+    pub note: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TuneReport {
+    pub device: String,
+    pub precision: String,
+    pub rows: Vec<TuneRow>,
+    pub batch_size: usize,
+    pub accumulation_steps: usize,
+    pub reason: String,
+}
+
+impl TuneReport {
+    pub fn render(&self) -> String {
+        let mut out = format!(
+            "batch-size search on {} ({}):\n  batch  fits   step ms   samples/s  note\n",
+            self.device, self.precision
+        );
+        for r in &self.rows {
+            out += &format!(
+                "  {:>5}  {:<5} {:>8}  {:>10}  {}\n",
+                r.batch,
+                if r.fits { "yes" } else { "no" },
+                r.step_ms.map(|v| format!("{v:.1}")).unwrap_or("-".into()),
+                r.samples_per_s.map(|v| format!("{v:.1}")).unwrap_or("-".into()),
+                r.note
+            );
+        }
+        out += &format!(
+            "chosen: batch_size = {} x accumulation_steps = {} ({})\n",
+            self.batch_size, self.accumulation_steps, self.reason
+        );
+        out
+    }
+}
+
+/// Time `steps` full training steps at batch `b` on real (unaugmented) training items.
+/// Returns milliseconds per step after one warm-up step.
+#[allow(clippy::too_many_arguments)]
+pub fn time_steps(
+    cfg: &ExperimentConfig,
+    ds: &Arc<SignDataset>,
+    train: &[usize],
+    pre: &Arc<Preprocessor>,
+    device: &Device,
+    precision: Precision,
+    b: usize,
+    steps: usize,
+) -> Result<f64> {
+    let idx: Vec<usize> = train.iter().copied().cycle().take(b).collect();
+    let batcher = ItemBatcher { preprocessor: pre.clone(), augmenter: None, seed: 0 };
+    let hb = batcher.host_batch(ds, &idx, 0);
+    TrainBackend::seed(device, cfg.training.seed);
+    let mut model: SignModel<TrainBackend> =
+        cfg.model.init::<TrainBackend>(ds.features, ds.num_classes(), device).map(&mut Materialize);
+    let mut optim = Optim::new(&cfg.optimizer);
+    let loss_fn = CrossEntropyLossConfig::new().init::<TrainBackend>(device);
+    let dtype = (precision != Precision::F32).then(|| precision.float_dtype());
+    let mut ms = 0.0;
+    for i in 0..=steps {
+        let start = Instant::now();
+        let batch = hb.to_device::<TrainBackend>(device);
+        let compute = match dtype {
+            Some(dt) => models::precision::cast_for_compute(model.clone(), dt),
+            None => model.clone(),
+        };
+        let inputs = match dtype {
+            Some(dt) => batch.inputs.cast(dt),
+            None => batch.inputs,
+        };
+        let logits = compute.forward(inputs, batch.pad_mask).cast(FloatDType::F32);
+        let loss = loss_fn.forward(logits, batch.labels);
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        model = optim.step(1e-4, model, grads);
+        device::memory::sync(device);
+        if i > 0 {
+            ms += start.elapsed().as_secs_f64() * 1e3;
+        }
+    }
+    Ok(ms / steps.max(1) as f64)
+}
+
+fn candidates(max: usize) -> Vec<usize> {
+    let mut v = Vec::new();
+    let mut b = 4;
+    while b <= max {
+        v.push(b);
+        b *= 2;
+    }
+    if v.is_empty() {
+        v.push(max.max(1));
+    }
+    v
+}
+
+fn with_accumulation(cfg: &ExperimentConfig, b: usize) -> usize {
+    if cfg.training.effective_batch_size > 0 {
+        cfg.training.effective_batch_size.div_ceil(b).max(1)
+    } else {
+        cfg.training.accumulation_steps
+    }
+}
+
+/// Pick the batch size on the CPU by measured throughput.
+pub fn tune_cpu(
+    cfg: &ExperimentConfig,
+    ds: &Arc<SignDataset>,
+    train: &[usize],
+    pre: &Arc<Preprocessor>,
+    device: &Device,
+    precision: Precision,
+    device_name: &str,
+) -> Result<TuneReport> {
+    let max = cfg.training.max_batch_size.min(train.len().max(1));
+    let mut rows = Vec::new();
+    let mut best: Option<(usize, f64)> = None;
+    let base_rss = device::host_memory().map(|m| m.process_rss_bytes);
+    for b in candidates(max) {
+        let ms = time_steps(cfg, ds, train, pre, device, precision, b, 2)?;
+        let sps = b as f64 * 1e3 / ms;
+        let mem = device::host_memory();
+        let mut note = String::new();
+        let mut stop = false;
+        if let (Some(m), Some(base)) = (mem, base_rss) {
+            let grown = m.process_rss_bytes.saturating_sub(base);
+            note = format!("rss {:.0} MiB", m.process_rss_bytes as f64 / 1048576.0);
+            // Doubling the batch roughly doubles activation memory.
+            if m.process_rss_bytes + 2 * grown > m.total_bytes / 2 {
+                note += "; the next size would pass half of the machine's memory";
+                stop = true;
+            }
+        }
+        rows.push(TuneRow { batch: b, fits: true, step_ms: Some(ms), samples_per_s: Some(sps), note });
+        match best {
+            Some((_, s)) if sps < 0.85 * s => break,
+            Some((_, s)) if sps <= s => {}
+            _ => best = Some((b, sps)),
+        }
+        if stop {
+            break;
+        }
+    }
+    let (batch_size, sps) = best.ok_or_else(|| TrainError::Invalid("no batch size could be timed".into()))?;
+    Ok(TuneReport {
+        device: device_name.into(),
+        precision: precision.to_string(),
+        rows,
+        batch_size,
+        accumulation_steps: with_accumulation(cfg, batch_size),
+        reason: format!("highest measured throughput, {sps:.1} samples/s"),
+    })
+}
+
+/// Pick the batch size on a GPU by trying sizes in child processes of `exe`.
+pub fn tune_gpu(
+    cfg: &ExperimentConfig,
+    exe: &Path,
+    device_name: &str,
+    precision: Precision,
+    train_len: usize,
+) -> Result<TuneReport> {
+    let dir = tempfile::tempdir().map_err(|e| TrainError::io(std::env::temp_dir(), e))?;
+    let config = dir.path().join("probe.toml");
+    crate::rundir::write_atomic(&config, cfg.to_toml().as_bytes())?;
+    let mut rows = Vec::new();
+    let probe = |b: usize, rows: &mut Vec<TuneRow>| -> bool {
+        let out = std::process::Command::new(exe)
+            .arg("__probe-batch")
+            .arg("--config")
+            .arg(&config)
+            .arg("--probe-batch")
+            .arg(b.to_string())
+            .output();
+        let (fits, ms, note) = match out {
+            Ok(o) if o.status.success() => {
+                let text = String::from_utf8_lossy(&o.stdout).to_string();
+                let ms = text.split_whitespace().nth(1).and_then(|v| v.parse::<f64>().ok());
+                (true, ms, String::new())
+            }
+            Ok(o) => {
+                let err = String::from_utf8_lossy(&o.stderr);
+                let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").to_string();
+                (false, None, format!("failed ({}): {}", o.status, last.chars().take(120).collect::<String>()))
+            }
+            Err(e) => (false, None, format!("could not start the probe: {e}")),
+        };
+        rows.push(TuneRow { batch: b, fits, step_ms: ms, samples_per_s: ms.map(|m| b as f64 * 1e3 / m), note });
+        fits
+    };
+    let max = cfg.training.max_batch_size.min(train_len.max(1));
+    let (mut ok, mut fail) = (0usize, None);
+    for b in candidates(max) {
+        if probe(b, &mut rows) {
+            ok = b;
+        } else {
+            fail = Some(b);
+            break;
+        }
+    }
+    if ok == 0 {
+        return Err(TrainError::Invalid(format!(
+            "even batch {} does not fit on {device_name}:\n{}",
+            rows.first().map(|r| r.batch).unwrap_or(0),
+            rows.iter().map(|r| r.note.clone()).collect::<Vec<_>>().join("\n")
+        )));
+    }
+    let mut batch_size = ok;
+    if let Some(mut hi) = fail {
+        let mut lo = ok;
+        for _ in 0..3 {
+            let mid = (lo + hi) / 2;
+            if mid <= lo {
+                break;
+            }
+            if probe(mid, &mut rows) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        // A safety margin: memory use varies with sequence content and fragmentation.
+        batch_size = ((lo as f64 * 0.9) as usize / 8 * 8).max(ok.min(8)).max(1);
+    }
+    Ok(TuneReport {
+        device: device_name.into(),
+        precision: precision.to_string(),
+        rows,
+        batch_size,
+        accumulation_steps: with_accumulation(cfg, batch_size),
+        reason: if fail.is_some() {
+            "largest size that fits, less a 10% margin".into()
+        } else {
+            format!("every size up to max_batch_size / the training set ({max}) fits")
+        },
+    })
+}
