@@ -43,6 +43,10 @@ pub struct ModelCard {
     /// Validation figures of the exported weights, when there was a validation split.
     pub valid_top1: Option<f64>,
     pub valid_loss: Option<f64>,
+    /// Median length (frames, after dropping empty ones) of the training sequences: what a
+    /// streaming recognizer should look at to see one whole sign.
+    #[serde(default)]
+    pub median_frames: Option<usize>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -67,7 +71,21 @@ pub fn save_weights<B: Backend>(model: &SignModel<B>, dir: &Path) -> Result<(), 
     model.clone().save_file(&path, &recorder()).map_err(|e| io(&dir.join(WEIGHTS_FILE), e))
 }
 
-/// Load `<dir>/model.mpk` into `model`, which fixes the architecture and shapes.
+/// Parameter shapes in visiting order.
+fn shapes<B: Backend>(model: &SignModel<B>) -> Vec<Vec<usize>> {
+    struct Shapes(Vec<Vec<usize>>);
+    impl<B: Backend> ModuleVisitor<B> for Shapes {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+            self.0.push(param.shape().to_vec());
+        }
+    }
+    let mut s = Shapes(Vec::new());
+    model.visit(&mut s);
+    s.0
+}
+
+/// Load `<dir>/model.mpk` into `model`, which fixes the architecture and shapes. Weights of a
+/// different architecture are an error (Burn would load them and fail later in a forward pass).
 pub fn load_weights<B: Backend>(
     model: SignModel<B>,
     dir: &Path,
@@ -77,12 +95,33 @@ pub fn load_weights<B: Backend>(
     if !path.is_file() {
         return Err(BundleError::Invalid { path, message: "the weights file is missing".into() });
     }
+    let expected = shapes(&model);
     // Burn panics on some malformed records; a corrupt file must be an error, not a crash.
     let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         model.load_file(dir.join("model"), &recorder(), device)
     }));
     match loaded {
-        Ok(Ok(m)) => Ok(m),
+        Ok(Ok(m)) => {
+            let found = shapes(&m);
+            match expected.iter().zip(&found).position(|(a, b)| a != b) {
+                None if expected.len() == found.len() => Ok(m),
+                Some(i) => Err(BundleError::Invalid {
+                    path,
+                    message: format!(
+                        "cannot load the weights: parameter {i} has shape {:?}, the architecture in model.json needs {:?}",
+                        found[i], expected[i]
+                    ),
+                }),
+                None => Err(BundleError::Invalid {
+                    path,
+                    message: format!(
+                        "cannot load the weights: {} parameter tensors, the architecture needs {}",
+                        found.len(),
+                        expected.len()
+                    ),
+                }),
+            }
+        }
         Ok(Err(e)) => Err(BundleError::Invalid { path, message: format!("cannot load the weights: {e}") }),
         Err(_) => Err(BundleError::Invalid {
             path,

@@ -1126,6 +1126,11 @@ pub fn run(mut cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
         step: exported_epoch.as_ref().map(|h| h.step).unwrap_or(state.step),
         valid_top1: exported_epoch.as_ref().and_then(|h| h.valid_top1),
         valid_loss: exported_epoch.as_ref().and_then(|h| h.valid_loss),
+        median_frames: {
+            let mut lens: Vec<usize> = train_idx.iter().map(|&i| ds.items[i].sample.frames()).collect();
+            lens.sort_unstable();
+            lens.get(lens.len() / 2).copied()
+        },
     };
     let exported_model = rundir::export_model(&run_dir, &export, &card, &config_toml)?;
 

@@ -1,0 +1,353 @@
+//! # SignFlow inference
+//!
+//! Load a model exported by the trainer (`<run>/model/`, format in `models::bundle`) and
+//! recognize signs:
+//! - [`Predictor`]: `predict` one sequence, `predict_batch` many, from raw landmarks (through the
+//!   same preprocessing code as training: no train/serve skew) or from already prepared windows;
+//! - [`stream::StreamingRecognizer`]: push live frames, get sign events.
+//!
+//! ```no_run
+//! use infer::{Predictor, PredictorOptions};
+//! let predictor = Predictor::load("runs/default-20261122-193204".as_ref(), &PredictorOptions::default())?;
+//! let sample = data::dataset::read_sample(data::index::Format::Islr, "clip.parquet".as_ref())?;
+//! let prediction = predictor.predict(&sample)?;
+//! println!("{} ({:.2})", prediction.top[0].label, prediction.top[0].probability);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! `Predictor` is `Send + Sync`: share one behind an `Arc` across threads; calls run
+//! concurrently (the model is immutable; each call builds its own tensors).
+
+pub mod stream;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use burn::tensor::{Bool, FloatDType, Tensor, TensorData};
+use data::preprocess::Preprocessor;
+use data::{Prepared, Sample};
+use device::{DeviceSpec, Precision, SelectionPolicy};
+use models::bundle::ModelCard;
+use models::SignModel;
+use serde::Serialize;
+
+pub use stream::{SignEvent, StreamConfig, StreamingRecognizer};
+
+pub type Backend = device::Backend;
+
+#[derive(Debug, thiserror::Error)]
+pub enum InferError {
+    #[error("{path}: {message}")]
+    Model { path: PathBuf, message: String },
+    #[error(transparent)]
+    Bundle(#[from] models::bundle::BundleError),
+    #[error(transparent)]
+    Device(#[from] device::DeviceError),
+    #[error("input {index}: {message}")]
+    Input { index: usize, message: String },
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+pub type Result<T, E = InferError> = std::result::Result<T, E>;
+
+impl InferError {
+    /// A file that could not be read or validated.
+    pub fn from_data(e: data::DataError) -> Self {
+        Self::Input { index: 0, message: e.to_string() }
+    }
+}
+
+/// How to load a predictor.
+#[derive(Debug, Clone)]
+pub struct PredictorOptions {
+    pub device: DeviceSpec,
+    pub policy: SelectionPolicy,
+    /// `None` = f32. f16/bf16 must be usable on the device.
+    pub precision: Option<Precision>,
+    /// Labels returned per prediction.
+    pub top_k: usize,
+    /// Run one forward pass at load so the first real call is not the slow one.
+    pub warm_up: bool,
+}
+
+impl Default for PredictorOptions {
+    fn default() -> Self {
+        Self { device: DeviceSpec::Auto, policy: SelectionPolicy::default(), precision: None, top_k: 5, warm_up: true }
+    }
+}
+
+/// One ranked class.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Ranked {
+    pub label: String,
+    pub index: usize,
+    pub probability: f32,
+}
+
+/// The top-k classes of one input, most probable first.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Prediction {
+    pub top: Vec<Ranked>,
+}
+
+impl Prediction {
+    pub fn best(&self) -> &Ranked {
+        &self.top[0]
+    }
+}
+
+/// A trained model on a device, ready to classify sequences.
+#[derive(Debug)]
+pub struct Predictor {
+    model: SignModel<Backend>,
+    card: ModelCard,
+    preprocessor: Preprocessor,
+    device: device::DispatchDevice,
+    device_name: String,
+    precision: Precision,
+    top_k: usize,
+    dir: PathBuf,
+}
+
+/// Accept a run directory (uses its `model/`) or a model directory itself.
+fn model_dir(path: &Path) -> Result<PathBuf> {
+    if path.join(models::bundle::CARD_FILE).is_file() {
+        return Ok(path.to_path_buf());
+    }
+    if path.join("model").join(models::bundle::CARD_FILE).is_file() {
+        return Ok(path.join("model"));
+    }
+    let message = if !path.exists() {
+        "does not exist".to_string()
+    } else if path.join("checkpoints").is_dir() {
+        "is a run directory without an exported model/ (the run did not finish; resume it with `trainer --resume`)"
+            .into()
+    } else {
+        format!(
+            "is not a SignFlow model: expected {} or model/{} in it",
+            models::bundle::CARD_FILE,
+            models::bundle::CARD_FILE
+        )
+    };
+    Err(InferError::Model { path: path.into(), message })
+}
+
+impl Predictor {
+    /// Load `run_dir` (or its `model/` directory) onto the selected device.
+    pub fn load(run_dir: &Path, opts: &PredictorOptions) -> Result<Self> {
+        let dir = model_dir(run_dir)?;
+        let selected = device::resolve(&opts.device, &opts.policy)?;
+        let precision = opts.precision.unwrap_or(Precision::F32);
+        if !selected.selection.capabilities.supports(precision) {
+            return Err(InferError::Unsupported(format!(
+                "{precision} is not supported on {}; use f32{}",
+                selected.selection.name,
+                if selected.selection.capabilities.supports(Precision::F16) { " or f16" } else { "" }
+            )));
+        }
+        let (card, model) = models::bundle::load_bundle::<Backend>(&dir, &selected.device)?;
+        let preprocessor = Preprocessor::new(card.preprocess.clone())
+            .map_err(|e| InferError::Model { path: dir.join("model.json"), message: format!("preprocess: {e}") })?;
+        let model = match precision {
+            Precision::F32 => model,
+            p => models::precision::cast_for_compute(model, p.float_dtype()),
+        };
+        let p = Self {
+            model,
+            preprocessor,
+            device: selected.device,
+            device_name: selected.selection.name,
+            precision,
+            top_k: opts.top_k.clamp(1, card.labels.len()),
+            card,
+            dir,
+        };
+        if opts.warm_up {
+            let w = p.window();
+            let warm = Prepared {
+                window: w,
+                features: p.card.input_features,
+                valid: w,
+                data: vec![0.0; w * p.card.input_features],
+            };
+            p.predict_prepared(&[warm])?;
+        }
+        Ok(p)
+    }
+
+    pub fn card(&self) -> &ModelCard {
+        &self.card
+    }
+
+    pub fn labels(&self) -> &[String] {
+        &self.card.labels
+    }
+
+    pub fn preprocessor(&self) -> &Preprocessor {
+        &self.preprocessor
+    }
+
+    /// Frames per model input.
+    pub fn window(&self) -> usize {
+        self.card.preprocess.window
+    }
+
+    pub fn device_name(&self) -> &str {
+        &self.device_name
+    }
+
+    pub fn precision(&self) -> Precision {
+        self.precision
+    }
+
+    pub fn model_dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Preprocess one raw sample exactly as training does (without augmentation).
+    pub fn prepare(&self, sample: &Sample, index: usize) -> Result<Prepared> {
+        let prepared = self.preprocessor.prepare(sample, Path::new("input")).map_err(|e| InferError::Input {
+            index,
+            message: e.to_string().trim_start_matches("input: ").to_string(),
+        })?;
+        if prepared.features != self.card.input_features {
+            return Err(InferError::Input {
+                index,
+                message: format!(
+                    "gives {} features per frame after preprocessing, the model takes {} (check the landmark layout or feature count)",
+                    prepared.features, self.card.input_features
+                ),
+            });
+        }
+        Ok(prepared)
+    }
+
+    /// Classify one raw sequence (landmarks or per-frame features).
+    pub fn predict(&self, sample: &Sample) -> Result<Prediction> {
+        Ok(self.predict_batch(std::slice::from_ref(sample))?.remove(0))
+    }
+
+    /// Classify many raw sequences in one batch.
+    pub fn predict_batch(&self, samples: &[Sample]) -> Result<Vec<Prediction>> {
+        let prepared = samples.iter().enumerate().map(|(i, s)| self.prepare(s, i)).collect::<Result<Vec<_>>>()?;
+        self.predict_prepared(&prepared)
+    }
+
+    /// Classify already prepared windows (`window x input_features`, e.g. from
+    /// [`Predictor::prepare`] or your own pipeline).
+    pub fn predict_prepared(&self, prepared: &[Prepared]) -> Result<Vec<Prediction>> {
+        Ok(self.probabilities(prepared)?.iter().map(|p| self.rank(p)).collect())
+    }
+
+    /// Class probabilities (softmax in f32) per prepared window.
+    pub fn probabilities(&self, prepared: &[Prepared]) -> Result<Vec<Vec<f32>>> {
+        if prepared.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (w, f) = (self.window(), self.card.input_features);
+        for (i, p) in prepared.iter().enumerate() {
+            if p.window != w || p.features != f || p.data.len() != w * f {
+                return Err(InferError::Input {
+                    index: i,
+                    message: format!(
+                        "prepared window is {} frames x {} features ({} values), the model takes {w} x {f}",
+                        p.window,
+                        p.features,
+                        p.data.len()
+                    ),
+                });
+            }
+            if p.valid == 0 || p.valid > w {
+                return Err(InferError::Input {
+                    index: i,
+                    message: format!("has {} valid frames; expected 1..={w}", p.valid),
+                });
+            }
+            if let Some(bad) = p.data.iter().position(|v| !v.is_finite()) {
+                return Err(InferError::Input {
+                    index: i,
+                    message: format!("value {bad} is not finite ({}); prepared windows must be NaN-free", p.data[bad]),
+                });
+            }
+        }
+        let b = prepared.len();
+        let mut inputs = Vec::with_capacity(b * w * f);
+        let mut mask = Vec::with_capacity(b * w);
+        for p in prepared {
+            inputs.extend_from_slice(&p.data);
+            mask.extend(p.pad_mask());
+        }
+        let x = Tensor::<Backend, 3>::from_data(TensorData::new(inputs, [b, w, f]), &self.device);
+        let x = match self.precision {
+            Precision::F32 => x,
+            p => x.cast(p.float_dtype()),
+        };
+        let m = Tensor::<Backend, 2, Bool>::from_data(TensorData::new(mask, [b, w]), &self.device);
+        let logits =
+            self.model.try_forward(x, m).map_err(|e| InferError::Input { index: 0, message: e.to_string() })?;
+        let probs = burn::tensor::activation::softmax(logits.cast(FloatDType::F32), 1);
+        let values: Vec<f32> = probs.into_data().iter::<f32>().collect();
+        Ok(values.chunks(self.card.labels.len()).map(<[f32]>::to_vec).collect())
+    }
+
+    fn rank(&self, probs: &[f32]) -> Prediction {
+        let mut order: Vec<usize> = (0..probs.len()).collect();
+        order.sort_by(|&a, &b| probs[b].total_cmp(&probs[a]).then(a.cmp(&b)));
+        Prediction {
+            top: order
+                .into_iter()
+                .take(self.top_k)
+                .map(|i| Ranked { label: self.card.labels[i].clone(), index: i, probability: probs[i] })
+                .collect(),
+        }
+    }
+}
+
+/// Latency figures of repeated calls.
+#[derive(Debug, Clone, Serialize)]
+pub struct LatencyStats {
+    pub batch: usize,
+    pub precision: String,
+    pub runs: usize,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub samples_per_s: f64,
+}
+
+/// Time `runs` calls of `predict_prepared` on `batch` copies of `window` (after 3 warm-ups).
+pub fn measure(predictor: &Predictor, window: &Prepared, batch: usize, runs: usize) -> Result<LatencyStats> {
+    let inputs = vec![window.clone(); batch];
+    for _ in 0..3 {
+        predictor.predict_prepared(&inputs)?;
+    }
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs.max(1) {
+        let t = Instant::now();
+        predictor.predict_prepared(&inputs)?;
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    times.sort_by(f64::total_cmp);
+    let q = |p: f64| times[((times.len() - 1) as f64 * p).round() as usize];
+    let mean = times.iter().sum::<f64>() / times.len() as f64;
+    Ok(LatencyStats {
+        batch,
+        precision: predictor.precision().to_string(),
+        runs: times.len(),
+        p50_ms: q(0.5),
+        p95_ms: q(0.95),
+        p99_ms: q(0.99),
+        samples_per_s: batch as f64 * 1e3 / mean,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn predictor_is_send_and_sync() {
+        assert_send_sync::<super::Predictor>();
+    }
+}

@@ -1,0 +1,257 @@
+//! `infer`: classify sign sequences with a trained SignFlow model.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use data::index::Format;
+use device::{DeviceSpec, Precision};
+use infer::{Predictor, PredictorOptions, StreamConfig, StreamingRecognizer};
+
+#[derive(Parser)]
+#[command(name = "infer", version, about = "Classify sign-language landmark sequences with a trained SignFlow model")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Clone)]
+struct ModelArgs {
+    /// Run directory (uses its model/) or a model directory.
+    #[arg(long)]
+    model: PathBuf,
+    /// auto, cpu, cuda, cuda:N, wgpu, wgpu:N
+    #[arg(long, default_value = "auto")]
+    device: DeviceSpec,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Classify a sequence file (.parquet in the ISLR layout, or .npy) or every such file under a directory.
+    Predict {
+        #[command(flatten)]
+        model: ModelArgs,
+        #[arg(long)]
+        input: PathBuf,
+        #[arg(long, default_value_t = 5)]
+        top_k: usize,
+        /// f32, f16 or bf16.
+        #[arg(long, default_value = "f32")]
+        precision: Precision,
+        /// Sequences per forward pass.
+        #[arg(long, default_value_t = 32)]
+        batch: usize,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Replay a sequence frame by frame through the streaming recognizer and print its events.
+    Stream {
+        #[command(flatten)]
+        model: ModelArgs,
+        #[arg(long)]
+        input: PathBuf,
+        #[arg(long, default_value_t = 2)]
+        hop: usize,
+        #[arg(long, default_value_t = 0.5)]
+        threshold: f32,
+        /// Frames per evaluation (0 = the model's window).
+        #[arg(long, default_value_t = 0)]
+        window: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Latency (p50/p95/p99) and throughput per batch size and precision.
+    Bench {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// Comma-separated batch sizes.
+        #[arg(long, default_value = "1,8,64", value_delimiter = ',')]
+        batch: Vec<usize>,
+        /// Comma-separated precisions.
+        #[arg(long, default_value = "f32", value_delimiter = ',')]
+        precision: Vec<Precision>,
+        #[arg(long, default_value_t = 50)]
+        runs: usize,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn load(m: &ModelArgs, precision: Precision, top_k: usize) -> Result<Predictor> {
+    let opts = PredictorOptions { device: m.device, precision: Some(precision), top_k, ..Default::default() };
+    Ok(Predictor::load(&m.model, &opts)?)
+}
+
+fn format_of(path: &Path) -> Option<Format> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("parquet") => Some(Format::Islr),
+        Some("npy") => Some(Format::Npy),
+        _ => None,
+    }
+}
+
+fn collect_inputs(input: &Path) -> Result<Vec<PathBuf>> {
+    if input.is_file() {
+        if format_of(input).is_none() {
+            bail!("{}: expected a .parquet (ISLR layout) or .npy file", input.display());
+        }
+        return Ok(vec![input.to_path_buf()]);
+    }
+    if !input.is_dir() {
+        bail!("{}: no such file or directory", input.display());
+    }
+    let mut out = Vec::new();
+    let mut stack = vec![input.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))?.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if format_of(&p).is_some() {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    if out.is_empty() {
+        bail!("{}: no .parquet or .npy files in it", input.display());
+    }
+    Ok(out)
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Predict { model, input, top_k, precision, batch, json } => {
+            let predictor = load(&model, precision, top_k)?;
+            let files = collect_inputs(&input)?;
+            let bar = if files.len() > batch && !json {
+                indicatif::ProgressBar::new(files.len() as u64)
+            } else {
+                indicatif::ProgressBar::hidden()
+            };
+            let mut failed = 0;
+            for chunk in files.chunks(batch.max(1)) {
+                let mut ok = Vec::new();
+                let mut samples = Vec::new();
+                for f in chunk {
+                    let prepared = data::dataset::read_sample(format_of(f).expect("filtered"), f)
+                        .map_err(infer::InferError::from_data)
+                        .and_then(|s| predictor.prepare(&s, 0).map(|_| s));
+                    match prepared {
+                        Ok(s) => {
+                            ok.push(f);
+                            samples.push(s);
+                        }
+                        Err(e) => {
+                            failed += 1;
+                            bar.suspend(|| eprintln!("error: {}: {}", f.display(), e));
+                        }
+                    }
+                }
+                let preds = predictor.predict_batch(&samples)?;
+                for (f, p) in ok.into_iter().zip(preds) {
+                    bar.suspend(|| {
+                        if json {
+                            println!("{}", serde_json::json!({ "path": f, "top": p.top }));
+                        } else {
+                            let tops: Vec<String> =
+                                p.top.iter().map(|r| format!("{} {:.3}", r.label, r.probability)).collect();
+                            println!("{}: {}", f.display(), tops.join(" | "));
+                        }
+                    });
+                }
+                bar.inc(chunk.len() as u64);
+            }
+            bar.finish_and_clear();
+            if failed > 0 {
+                eprintln!("{failed} of {} inputs could not be classified", files.len());
+                return Ok(ExitCode::from(1));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Stream { model, input, hop, threshold, window, json } => {
+            let predictor = Arc::new(load(&model, Precision::F32, 5)?);
+            let Some(format @ Format::Islr) = format_of(&input) else {
+                bail!("{}: streaming replays landmark recordings (.parquet in the ISLR layout)", input.display());
+            };
+            let sample = data::dataset::read_sample(format, &input)?;
+            let data::Sample::Landmarks(seq) = sample else { bail!("{}: not a landmark recording", input.display()) };
+            let cfg = StreamConfig { hop, threshold, window_frames: window, ..Default::default() };
+            let mut rec = StreamingRecognizer::new(predictor, cfg)?;
+            let mut events = Vec::new();
+            for t in 0..seq.frames() {
+                let frame: Vec<[f32; 3]> = (0..seq.points).map(|p| seq.at(t, p)).collect();
+                events.extend(rec.push(i64::from(seq.frame_ids[t]), &frame)?);
+            }
+            events.extend(rec.finish());
+            for e in &events {
+                if json {
+                    println!("{}", serde_json::to_string(e)?);
+                } else {
+                    println!("frames {:>5}-{:<5} {} ({:.2})", e.start_frame, e.end_frame, e.label, e.confidence);
+                }
+            }
+            if events.is_empty() && !json {
+                println!("no sign recognized above threshold {threshold}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bench { model, batch, precision, runs, json } => {
+            let mut rows = Vec::new();
+            for p in precision {
+                let predictor = load(&model, p, 5)?;
+                let (w, f) = (predictor.window(), predictor.card().input_features);
+                // Timing does not depend on the values; a fixed pseudo-random window.
+                let mut x = 0x9E37_79B9u32;
+                let data: Vec<f32> = (0..w * f)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 17;
+                        x ^= x << 5;
+                        (x as f32 / u32::MAX as f32) - 0.5
+                    })
+                    .collect();
+                let window = data::Prepared { window: w, features: f, valid: w, data };
+                for &b in &batch {
+                    let s = infer::measure(&predictor, &window, b, runs)?;
+                    if !json {
+                        println!(
+                            "{:<5} batch {:>4}: p50 {:>8.2} ms  p95 {:>8.2} ms  p99 {:>8.2} ms  {:>9.1} samples/s  ({}, {} frames x {} features)",
+                            s.precision,
+                            s.batch,
+                            s.p50_ms,
+                            s.p95_ms,
+                            s.p99_ms,
+                            s.samples_per_s,
+                            predictor.device_name(),
+                            w,
+                            f
+                        );
+                    }
+                    rows.push(s);
+                }
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! Live recognition: push landmark frames as they arrive, get sign events.
+//!
+//! The recognizer keeps the last `window_frames` frames, runs the model every `hop` frames on
+//! them once it holds at least 3/4 of a window (through the same preprocessing as training), averages the last `smoothing` probability
+//! vectors, and tracks runs of evaluations whose top class is above `threshold`. A run that lasted
+//! at least `min_hops` evaluations becomes a [`SignEvent`] when it ends (another sign wins, the
+//! confidence drops, a gap, or [`StreamingRecognizer::finish`]). Frames without any kept landmark
+//! (hands out of view) are kept as missing data, as in training; a jump in frame numbers larger
+//! than `max_gap_frames` starts a fresh window.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use data::{LandmarkSequence, Sample};
+use serde::Serialize;
+
+use crate::{InferError, Predictor, Result};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamConfig {
+    /// Frames per evaluation; `0` = the median training-sequence length stored with the model
+    /// (one whole sign), or the model's window for bundles without it.
+    pub window_frames: usize,
+    /// Evaluate every this many frames.
+    pub hop: usize,
+    /// Average this many consecutive probability vectors.
+    pub smoothing: usize,
+    /// Smoothed probability a sign needs to count.
+    pub threshold: f32,
+    /// Evaluations in a row a sign must win to be reported.
+    pub min_hops: usize,
+    /// A larger jump in frame numbers resets the window.
+    pub max_gap_frames: i64,
+}
+
+impl Default for StreamConfig {
+    fn default() -> Self {
+        Self { window_frames: 0, hop: 2, smoothing: 3, threshold: 0.6, min_hops: 3, max_gap_frames: 30 }
+    }
+}
+
+/// A recognized sign.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SignEvent {
+    pub label: String,
+    pub index: usize,
+    /// Highest smoothed probability during the sign.
+    pub confidence: f32,
+    /// First frame of the window where the sign first won, and last frame of the window where
+    /// it last won (frame numbers as pushed).
+    pub start_frame: i64,
+    pub end_frame: i64,
+}
+
+#[derive(Debug, Clone)]
+struct Run {
+    index: usize,
+    start: i64,
+    end: i64,
+    hops: usize,
+    confidence: f32,
+}
+
+/// See the module docs. Owns an `Arc<Predictor>`, so many recognizers (one per camera) can share
+/// one loaded model.
+#[derive(Debug)]
+pub struct StreamingRecognizer {
+    predictor: Arc<Predictor>,
+    cfg: StreamConfig,
+    window: usize,
+    points: Option<usize>,
+    frames: VecDeque<(i64, Vec<[f32; 3]>)>,
+    since_eval: usize,
+    history: VecDeque<Vec<f32>>,
+    run: Option<Run>,
+    pushed: usize,
+}
+
+impl StreamingRecognizer {
+    pub fn new(predictor: Arc<Predictor>, cfg: StreamConfig) -> Result<Self> {
+        if cfg.hop == 0 || cfg.smoothing == 0 || cfg.min_hops == 0 || !(0.0..=1.0).contains(&cfg.threshold) {
+            return Err(InferError::Unsupported(format!(
+                "stream config needs hop, smoothing, min_hops >= 1 and threshold in [0, 1], got {cfg:?}"
+            )));
+        }
+        let window = match cfg.window_frames {
+            0 => predictor.card().median_frames.unwrap_or(predictor.window()),
+            w => w,
+        };
+        Ok(Self {
+            predictor,
+            cfg,
+            window: window.max(2),
+            points: None,
+            frames: VecDeque::new(),
+            since_eval: 0,
+            history: VecDeque::new(),
+            run: None,
+            pushed: 0,
+        })
+    }
+
+    /// Add one frame (all landmarks of the layout the model was trained on, NaN where missing).
+    /// Returns the events that ended with this frame.
+    pub fn push(&mut self, frame: i64, landmarks: &[[f32; 3]]) -> Result<Vec<SignEvent>> {
+        let index = self.pushed;
+        match self.points {
+            None => self.points = Some(landmarks.len()),
+            Some(p) if p != landmarks.len() => {
+                return Err(InferError::Input {
+                    index,
+                    message: format!("frame {frame} has {} landmarks, earlier frames had {p}", landmarks.len()),
+                })
+            }
+            Some(_) => {}
+        }
+        if landmarks.is_empty() {
+            return Err(InferError::Input { index, message: format!("frame {frame} has no landmarks") });
+        }
+        let mut events = Vec::new();
+        if let Some(&(last, _)) = self.frames.back() {
+            if frame <= last {
+                return Err(InferError::Input {
+                    index,
+                    message: format!("frame numbers must increase: {frame} after {last}"),
+                });
+            }
+            if frame - last > self.cfg.max_gap_frames {
+                events.extend(self.close_run());
+                self.frames.clear();
+                self.history.clear();
+            }
+        }
+        self.pushed += 1;
+        self.frames.push_back((frame, landmarks.to_vec()));
+        while self.frames.len() > self.window {
+            self.frames.pop_front();
+        }
+        self.since_eval += 1;
+        if self.since_eval >= self.cfg.hop && 4 * self.frames.len() >= 3 * self.window {
+            self.since_eval = 0;
+            events.extend(self.evaluate()?);
+        }
+        Ok(events)
+    }
+
+    /// End of stream: report a sign still in progress.
+    pub fn finish(&mut self) -> Vec<SignEvent> {
+        let events = self.close_run();
+        self.frames.clear();
+        self.history.clear();
+        events.into_iter().collect()
+    }
+
+    fn evaluate(&mut self) -> Result<Vec<SignEvent>> {
+        let points = self.points.unwrap_or(0);
+        let mut seq = LandmarkSequence::empty(self.frames.len(), points);
+        for (t, (id, lms)) in self.frames.iter().enumerate() {
+            seq.frame_ids[t] = *id as i32;
+            for (p, v) in lms.iter().enumerate() {
+                seq.set(t, p, *v);
+            }
+        }
+        let sample = Sample::Landmarks(seq);
+        let prepared = match self.predictor.prepare(&sample, self.pushed) {
+            Ok(p) => p,
+            // Nothing visible in the window (e.g. both hands out of view): no sign.
+            Err(InferError::Input { message, .. }) if message.contains("no frame") || message.contains("empty") => {
+                return Ok(self.close_run().into_iter().collect());
+            }
+            Err(e) => return Err(e),
+        };
+        let probs = self.predictor.probabilities(std::slice::from_ref(&prepared))?.remove(0);
+        self.history.push_back(probs);
+        while self.history.len() > self.cfg.smoothing {
+            self.history.pop_front();
+        }
+        let classes = self.predictor.labels().len();
+        let mut smooth = vec![0f32; classes];
+        for h in &self.history {
+            for (s, p) in smooth.iter_mut().zip(h) {
+                *s += p / self.history.len() as f32;
+            }
+        }
+        let (top, conf) = smooth.iter().enumerate().fold((0, f32::MIN), |b, (i, &p)| if p > b.1 { (i, p) } else { b });
+        let (start, end) =
+            (self.frames.front().map(|f| f.0).unwrap_or(0), self.frames.back().map(|f| f.0).unwrap_or(0));
+        if std::env::var_os("SIGNFLOW_STREAM_DEBUG").is_some() {
+            eprintln!("window {start}-{end}: top {top} smoothed {conf:.2}");
+        }
+        let mut events = Vec::new();
+        if conf >= self.cfg.threshold {
+            match &mut self.run {
+                Some(r) if r.index == top => {
+                    r.end = end;
+                    r.hops += 1;
+                    r.confidence = r.confidence.max(conf);
+                }
+                _ => {
+                    events.extend(self.close_run());
+                    self.run = Some(Run { index: top, start, end, hops: 1, confidence: conf });
+                }
+            }
+        } else {
+            events.extend(self.close_run());
+        }
+        Ok(events)
+    }
+
+    fn close_run(&mut self) -> Option<SignEvent> {
+        let r = self.run.take()?;
+        (r.hops >= self.cfg.min_hops).then(|| SignEvent {
+            label: self.predictor.labels()[r.index].clone(),
+            index: r.index,
+            confidence: r.confidence,
+            start_frame: r.start,
+            end_frame: r.end,
+        })
+    }
+}
