@@ -185,9 +185,7 @@ impl StreamingRecognizer {
         let (top, conf) = smooth.iter().enumerate().fold((0, f32::MIN), |b, (i, &p)| if p > b.1 { (i, p) } else { b });
         let (start, end) =
             (self.frames.front().map(|f| f.0).unwrap_or(0), self.frames.back().map(|f| f.0).unwrap_or(0));
-        if std::env::var_os("SIGNFLOW_STREAM_DEBUG").is_some() {
-            eprintln!("window {start}-{end}: top {top} smoothed {conf:.2}");
-        }
+        tracing::debug!("window {start}-{end}: top {top} smoothed {conf:.2}");
         let mut events = Vec::new();
         if conf >= self.cfg.threshold {
             match &mut self.run {
