@@ -149,37 +149,48 @@ pub fn prepare_data(cfg: &ExperimentConfig, pre: &Preprocessor, progress: bool) 
     Ok(PreparedData { root, dataset: Arc::new(ds), train, valid })
 }
 
-/// `trainer tune-batch`: resolve device, precision and data as a run would, then search.
-pub fn tune_batch(cfg: &ExperimentConfig) -> Result<crate::tune::TuneReport> {
-    let _turn = run_lock();
+/// The batch-size search for the selected device: measured throughput on the CPU, child-process
+/// probes on GPUs (see [`crate::tune`]).
+fn search_batch_size(
+    cfg: &ExperimentConfig,
+    ds: &Arc<SignDataset>,
+    train: &[usize],
+    pre: &Arc<Preprocessor>,
+    selected: &device::SelectedDevice,
+    precision: device::Precision,
+) -> Result<crate::tune::TuneReport> {
+    let name = &selected.selection.name;
+    if device::backend_name(&selected.device) == "cpu" {
+        crate::tune::tune_cpu(cfg, ds, train, pre, &selected.device, precision, name)
+    } else {
+        let exe = std::env::current_exe().map_err(|e| TrainError::io("current executable", e))?;
+        crate::tune::tune_gpu(cfg, &exe, name, precision, train.len())
+    }
+}
+
+/// Device, precision, preprocessing and data, resolved as a run would (for the batch tools).
+fn resolve_for_tuning(
+    cfg: &ExperimentConfig,
+) -> Result<(device::SelectedDevice, device::Precision, Arc<Preprocessor>, PreparedData)> {
     let selected = device::resolve(&cfg.device.device, &cfg.device.policy())?;
     let rp = crate::amp::resolve_precision(cfg.training.precision, &selected.selection.capabilities);
     let pre = Arc::new(Preprocessor::new(cfg.preprocess.clone())?);
     let prepared = prepare_data(cfg, &pre, false)?;
-    if device::backend_name(&selected.device) == "cpu" {
-        crate::tune::tune_cpu(
-            cfg,
-            &prepared.dataset,
-            &prepared.train,
-            &pre,
-            &selected.device,
-            rp.precision,
-            &selected.selection.name,
-        )
-    } else {
-        let exe = std::env::current_exe().map_err(|e| TrainError::io("current executable", e))?;
-        crate::tune::tune_gpu(cfg, &exe, &selected.selection.name, rp.precision, prepared.train.len())
-    }
+    Ok((selected, rp.precision, pre, prepared))
+}
+
+/// `trainer tune-batch`: resolve device, precision and data as a run would, then search.
+pub fn tune_batch(cfg: &ExperimentConfig) -> Result<crate::tune::TuneReport> {
+    let _turn = run_lock();
+    let (selected, precision, pre, prepared) = resolve_for_tuning(cfg)?;
+    search_batch_size(cfg, &prepared.dataset, &prepared.train, &pre, &selected, precision)
 }
 
 /// One batch-size probe (run in a child process by the GPU search): two full steps at `batch`.
 /// Returns ms per step; an out-of-memory kills the process, which is the answer.
 pub fn probe_batch(cfg: &ExperimentConfig, batch: usize) -> Result<f64> {
-    let selected = device::resolve(&cfg.device.device, &cfg.device.policy())?;
-    let rp = crate::amp::resolve_precision(cfg.training.precision, &selected.selection.capabilities);
-    let pre = Arc::new(Preprocessor::new(cfg.preprocess.clone())?);
-    let prepared = prepare_data(cfg, &pre, false)?;
-    crate::tune::time_steps(cfg, &prepared.dataset, &prepared.train, &pre, &selected.device, rp.precision, batch, 2)
+    let (selected, precision, pre, prepared) = resolve_for_tuning(cfg)?;
+    crate::tune::time_steps(cfg, &prepared.dataset, &prepared.train, &pre, &selected.device, precision, batch, 2)
 }
 
 /// Validation figures.
@@ -326,7 +337,7 @@ impl Profiler {
         self.phases.iter().sum()
     }
 
-    fn end_step(&mut self, start: Instant, _before: Duration) {
+    fn end_step(&mut self, start: Instant) {
         if self.enabled {
             self.total += start.elapsed();
             self.steps += 1;
@@ -475,14 +486,19 @@ struct Progress {
 }
 
 impl Progress {
-    fn new(mode: ProgressMode, total_steps: usize, start: usize) -> Self {
+    /// (live bar, plain lines) for a mode: `auto` is a bar on a terminal, lines otherwise.
+    fn kinds(mode: ProgressMode) -> (bool, bool) {
         let terminal = std::io::stdout().is_terminal();
-        let (bar, plain) = match mode {
+        match mode {
             ProgressMode::Off => (false, false),
             ProgressMode::Plain => (false, true),
             ProgressMode::Bar => (true, false),
             ProgressMode::Auto => (terminal, !terminal),
-        };
+        }
+    }
+
+    fn new(mode: ProgressMode, total_steps: usize, start: usize) -> Self {
+        let (bar, plain) = Self::kinds(mode);
         let bar = bar.then(|| {
             let b = ProgressBar::with_draw_target(Some(total_steps as u64), indicatif::ProgressDrawTarget::stdout());
             b.set_style(
@@ -555,13 +571,8 @@ pub fn run(mut cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
         key,
         message,
     })?;
-    let show = match cfg.training.progress {
-        ProgressMode::Off => false,
-        ProgressMode::Plain => true,
-        _ => true,
-    };
-    let bars = cfg.training.progress == ProgressMode::Bar
-        || (cfg.training.progress == ProgressMode::Auto && std::io::stdout().is_terminal());
+    let show = cfg.training.progress != ProgressMode::Off;
+    let bars = Progress::kinds(cfg.training.progress).0;
 
     // Run directory.
     let run_dir = match (&opts.run_dir, opts.resume) {
@@ -614,12 +625,7 @@ pub fn run(mut cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
 
     // Batch size ("auto" is resolved here and stored resolved, so a resume uses the same).
     if cfg.training.batch_size == BatchSize::Auto {
-        let report = if device::backend_name(&device) == "cpu" {
-            crate::tune::tune_cpu(&cfg, &ds, &train_idx, &pre, &device, rp.precision, &selected.selection.name)?
-        } else {
-            let exe = std::env::current_exe().map_err(|e| TrainError::io("current executable", e))?;
-            crate::tune::tune_gpu(&cfg, &exe, &selected.selection.name, rp.precision, train_idx.len())?
-        };
+        let report = search_batch_size(&cfg, &ds, &train_idx, &pre, &selected, rp.precision)?;
         if show {
             print!("{}", report.render());
         }
@@ -767,7 +773,6 @@ pub fn run(mut cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
         }
         while state.batch_in_epoch < usable && state.step < total_steps {
             let step_start = Instant::now();
-            let phases_before = prof.accounted();
             let mut accumulator = GradientsAccumulator::<SignModel<TrainBackend>>::new();
             let mut single: Option<GradientsParams> = None;
             let mut losses: Vec<Tensor<InnerBackend, 1>> = Vec::with_capacity(accum);
@@ -998,7 +1003,7 @@ pub fn run(mut cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
                 s.elapsed_s += loop_start.elapsed().as_secs_f64();
                 checkpoint::save(&run_dir, &model, &optim, &s, cfg.checkpoint.keep_last)?;
             }
-            prof.end_step(step_start, phases_before);
+            prof.end_step(step_start);
             if opts.stop_after_steps.is_some_and(|s| state.step >= s) && !epoch_ends {
                 interrupted = true;
                 break 'epochs;
@@ -1062,20 +1067,18 @@ pub fn run(mut cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
         state.history.push(record);
         state.epoch += 1;
         state.batch_in_epoch = 0;
-        let mut s = state.clone();
         if improved {
-            s.best = Some(BestRecord {
+            state.best = Some(BestRecord {
                 epoch: epoch + 1,
                 step: state.step,
                 metric: if eval.is_none() { "train_loss".into() } else { metric.name().into() },
                 value,
             });
-            s.epochs_since_best = 0;
+            state.epochs_since_best = 0;
             line += " (best)";
         } else {
-            s.epochs_since_best += 1;
+            state.epochs_since_best += 1;
         }
-        state = s;
         progress.println(&line);
         let mut s = state.clone();
         s.elapsed_s += loop_start.elapsed().as_secs_f64();
