@@ -8,11 +8,11 @@
 //! labels.json   class names, index = model output
 //! ```
 
+use crate::kernels::Kernels;
 use std::path::{Path, PathBuf};
 
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
-use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use data::preprocess::PreprocessConfig;
 use serde::{Deserialize, Serialize};
@@ -66,15 +66,15 @@ pub fn recorder() -> NamedMpkFileRecorder<FullPrecisionSettings> {
 }
 
 /// Save module weights as `<dir>/model.mpk`.
-pub fn save_weights<B: Backend>(model: &SignModel<B>, dir: &Path) -> Result<(), BundleError> {
+pub fn save_weights<B: Kernels>(model: &SignModel<B>, dir: &Path) -> Result<(), BundleError> {
     let path = dir.join("model");
     model.clone().save_file(&path, &recorder()).map_err(|e| io(&dir.join(WEIGHTS_FILE), e))
 }
 
 /// Parameter shapes in visiting order.
-fn shapes<B: Backend>(model: &SignModel<B>) -> Vec<Vec<usize>> {
+fn shapes<B: Kernels>(model: &SignModel<B>) -> Vec<Vec<usize>> {
     struct Shapes(Vec<Vec<usize>>);
-    impl<B: Backend> ModuleVisitor<B> for Shapes {
+    impl<B: Kernels> ModuleVisitor<B> for Shapes {
         fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
             self.0.push(param.shape().to_vec());
         }
@@ -86,7 +86,7 @@ fn shapes<B: Backend>(model: &SignModel<B>) -> Vec<Vec<usize>> {
 
 /// Load `<dir>/model.mpk` into `model`, which fixes the architecture and shapes. Weights of a
 /// different architecture are an error (Burn would load them and fail later in a forward pass).
-pub fn load_weights<B: Backend>(
+pub fn load_weights<B: Kernels>(
     model: SignModel<B>,
     dir: &Path,
     device: &B::Device,
@@ -131,7 +131,7 @@ pub fn load_weights<B: Backend>(
 }
 
 /// Write a bundle into `dir` (which the caller stages and renames).
-pub fn write_bundle<B: Backend>(
+pub fn write_bundle<B: Kernels>(
     dir: &Path,
     model: &SignModel<B>,
     card: &ModelCard,
@@ -192,7 +192,7 @@ pub fn read_card(dir: &Path) -> Result<ModelCard, BundleError> {
 }
 
 /// Load a bundle: its card and the model with its weights.
-pub fn load_bundle<B: Backend>(dir: &Path, device: &B::Device) -> Result<(ModelCard, SignModel<B>), BundleError> {
+pub fn load_bundle<B: Kernels>(dir: &Path, device: &B::Device) -> Result<(ModelCard, SignModel<B>), BundleError> {
     let card = read_card(dir)?;
     let model = card.model.init::<B>(card.input_features, card.labels.len(), device);
     let model = load_weights(model, dir, device)?;
@@ -200,9 +200,9 @@ pub fn load_bundle<B: Backend>(dir: &Path, device: &B::Device) -> Result<(ModelC
 }
 
 /// Every float parameter of `model`, flattened in visiting order (for exact comparisons).
-pub fn flat_weights<B: Backend>(model: &SignModel<B>) -> Vec<f32> {
+pub fn flat_weights<B: Kernels>(model: &SignModel<B>) -> Vec<f32> {
     struct Collect(Vec<f32>);
-    impl<B: Backend> ModuleVisitor<B> for Collect {
+    impl<B: Kernels> ModuleVisitor<B> for Collect {
         fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
             self.0.extend(param.val().into_data().iter::<f32>());
         }

@@ -4,14 +4,28 @@
 use burn::module::Module;
 use burn::nn::conv::{Conv1d, Conv1dConfig};
 use burn::nn::{BatchNorm, BatchNormConfig, Dropout, DropoutConfig, Linear, LinearConfig, PaddingConfig1d};
-use burn::tensor::activation::softmax;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, DType, Distribution, FloatDType, Tensor};
+
+use crate::kernels::Kernels;
 
 /// A boolean mask as 0/1 floats in `dtype`, so it can meet half-precision activations (Burn has
 /// no autocast: mixing f32 and f16 operands panics).
 pub fn mask_to<B: Backend, const D: usize>(mask: Tensor<B, D, Bool>, dtype: DType) -> Tensor<B, D> {
     mask.cast(FloatDType::from(dtype))
+}
+
+/// A `Linear` applied to `[batch, time, in]` as one `[batch * time, in]` matrix product: Burn
+/// differentiates a 3-D `linear` into per-sample weight gradients summed over the batch (64
+/// small products and a reduction); flattened, the weight gradient is a single product.
+///
+/// # Shapes
+/// - x: `[batch, time, in]` -> `[batch, time, out]`
+pub fn linear_rows<B: Backend>(linear: &Linear<B>, x: Tensor<B, 3>) -> Tensor<B, 3> {
+    let [b, t, c] = x.dims();
+    let y = linear.forward(x.reshape([b * t, c]));
+    let out = y.dims()[1];
+    y.reshape([b, t, out])
 }
 
 /// Mean over valid (non-pad) frames.
@@ -20,9 +34,13 @@ pub fn mask_to<B: Backend, const D: usize>(mask: Tensor<B, D, Bool>, dtype: DTyp
 /// - x: `[batch, time, channels]`, pad_mask: `[batch, time]` (true = pad)
 /// - output: `[batch, channels]`
 pub fn masked_mean<B: Backend>(x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 2> {
-    let valid = mask_to(pad_mask.bool_not(), x.dtype()).unsqueeze_dim::<3>(2); // [B, T, 1]
-    let count = valid.clone().sum_dim(1).clamp_min(1.0); // [B, 1, 1]
-    (x * valid).sum_dim(1).div(count).squeeze_dim::<2>(1)
+    let [b, t, c] = x.dims();
+    // Weights 1/count on valid frames as a [B, 1, T] row: one batched product [B, 1, T] x [B, T, C]
+    // (forward and backward stay contiguous, unlike a broadcast multiply and a middle-axis sum).
+    let valid = mask_to(pad_mask.bool_not(), x.dtype()); // [B, T]
+    let count = valid.clone().sum_dim(1).clamp_min(1.0); // [B, 1]
+    let weights = (valid / count).reshape([b, 1, t]);
+    weights.matmul(x).reshape([b, c])
 }
 
 /// Stochastic depth: during training, drop the whole residual branch of a sample with
@@ -35,7 +53,7 @@ pub struct DropPath {
 impl DropPath {
     /// # Shapes
     /// - x: `[batch, ...]`
-    pub fn forward<B: Backend, const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
+    pub fn forward<B: Kernels, const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
         if self.prob <= 0.0 || !B::ad_enabled(&x.device()) {
             return x;
         }
@@ -54,7 +72,7 @@ pub struct ChannelNorm<B: Backend> {
     pub bn: BatchNorm<B>,
 }
 
-impl<B: Backend> ChannelNorm<B> {
+impl<B: Kernels> ChannelNorm<B> {
     pub fn new(channels: usize, momentum: f64, device: &B::Device) -> Self {
         Self { bn: BatchNormConfig::new(channels).with_momentum(momentum).init(device) }
     }
@@ -62,27 +80,49 @@ impl<B: Backend> ChannelNorm<B> {
     /// # Shapes
     /// - x: `[batch, time, channels]` -> same
     ///
+    /// Training mode runs [`crate::kernels`]' BatchNorm (closed-form backward) and updates the
+    /// running statistics exactly as Burn's `BatchNorm` does (biased batch variance, `momentum`).
     /// Half-precision input is normalized in f32 (BatchNorm statistics and running state stay
     /// f32, the usual mixed-precision practice) and cast back.
     pub fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
         let [b, t, c] = x.dims();
         let dtype = x.dtype();
+        let rows =
+            if dtype == DType::F32 { x.reshape([b * t, c]) } else { x.reshape([b * t, c]).cast(FloatDType::F32) };
+        let y = if B::ad_enabled(&rows.device()) && self.bn.epsilon == crate::kernels::NORM_EPS {
+            let (y, stats) = crate::kernels::ops::channel_norm_train(rows, self.bn.gamma.val(), self.bn.beta.val());
+            let stats = stats.detach();
+            let m = self.bn.momentum;
+            let mean = stats.clone().narrow(0, 0, 1).reshape([c]);
+            let var = stats.narrow(0, 1, 1).reshape([c]);
+            let running_mean = self.bn.running_mean.value_sync().to_device(&y.device());
+            let running_var = self.bn.running_var.value_sync().to_device(&y.device());
+            self.bn.running_mean.update(running_mean.mul_scalar(1.0 - m).add(mean.mul_scalar(m)).detach());
+            self.bn.running_var.update(running_var.mul_scalar(1.0 - m).add(var.mul_scalar(m)).detach());
+            y
+        } else {
+            self.bn.forward(rows)
+        };
+        let y = y.reshape([b, t, c]);
         if dtype == DType::F32 {
-            return self.bn.forward(x.reshape([b * t, c])).reshape([b, t, c]);
+            y
+        } else {
+            y.cast(dtype)
         }
-        self.bn.forward(x.reshape([b * t, c]).cast(FloatDType::F32)).reshape([b, t, c]).cast(dtype)
     }
 }
 
-/// Causal depthwise 1-D convolution: output frame `t` sees input frames `t-k+1 ..= t` only, so
-/// padding appended after a sequence never changes its outputs.
+/// Causal depthwise 1-D convolution over time of a channels-last sequence: output frame `t` sees
+/// input frames `t-k+1 ..= t` only, so padding appended after a sequence never changes its
+/// outputs. Runs [`crate::kernels`]' op (no transposes, closed-form backward); the weights stay
+/// in a depthwise `Conv1d` (`[channels, 1, kernel]`) so saved models load unchanged.
 #[derive(Module, Debug)]
 pub struct CausalDepthwiseConv<B: Backend> {
     pub conv: Conv1d<B>,
     pub kernel: usize,
 }
 
-impl<B: Backend> CausalDepthwiseConv<B> {
+impl<B: Kernels> CausalDepthwiseConv<B> {
     pub fn new(channels: usize, kernel: usize, device: &B::Device) -> Self {
         let conv = Conv1dConfig::new(channels, channels, kernel)
             .with_groups(channels)
@@ -92,12 +132,16 @@ impl<B: Backend> CausalDepthwiseConv<B> {
         Self { conv, kernel }
     }
 
+    /// The kernel as `[kernel, channels]`.
+    pub fn taps(&self) -> Tensor<B, 2> {
+        let [c, _, k] = self.conv.weight.dims();
+        self.conv.weight.val().reshape([c, k]).swap_dims(0, 1)
+    }
+
     /// # Shapes
-    /// - x: `[batch, channels, time]` -> same
+    /// - x: `[batch, time, channels]` -> same
     pub fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
-        let [b, c, _] = x.dims();
-        let left = Tensor::zeros([b, c, self.kernel - 1], (&x.device(), x.dtype()));
-        self.conv.forward(Tensor::cat(vec![left, x], 2))
+        crate::kernels::ops::causal_dwconv(x, self.taps())
     }
 }
 
@@ -108,7 +152,7 @@ pub struct Eca<B: Backend> {
     pub conv: Conv1d<B>,
 }
 
-impl<B: Backend> Eca<B> {
+impl<B: Kernels> Eca<B> {
     pub fn new(kernel: usize, device: &B::Device) -> Self {
         let conv = Conv1dConfig::new(1, 1, kernel)
             .with_bias(false)
@@ -122,8 +166,8 @@ impl<B: Backend> Eca<B> {
     pub fn forward(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
         let [b, _, c] = x.dims();
         let pooled = masked_mean(x.clone(), pad_mask).reshape([b, 1, c]);
-        let gate = burn::tensor::activation::sigmoid(self.conv.forward(pooled)); // [B, 1, C]
-        x * gate
+        let gate = burn::tensor::activation::sigmoid(self.conv.forward(pooled)).reshape([b, c]);
+        crate::kernels::ops::scale_channels(x, gate)
     }
 }
 
@@ -137,7 +181,7 @@ pub struct SelfAttention<B: Backend> {
     pub heads: usize,
 }
 
-impl<B: Backend> SelfAttention<B> {
+impl<B: Kernels> SelfAttention<B> {
     pub fn new(dim: usize, heads: usize, dropout: f64, device: &B::Device) -> Self {
         Self {
             qkv: LinearConfig::new(dim, 3 * dim).with_bias(false).init(device),
@@ -153,14 +197,18 @@ impl<B: Backend> SelfAttention<B> {
         let [b, t, d] = x.dims();
         let h = self.heads;
         let hd = d / h;
-        let qkv = self.qkv.forward(x).reshape([b, t, 3, h, hd]).permute([2, 0, 3, 1, 4]); // [3, B, H, T, hd]
-        let q: Tensor<B, 4> = qkv.clone().narrow(0, 0, 1).squeeze_dim(0);
-        let k: Tensor<B, 4> = qkv.clone().narrow(0, 1, 1).squeeze_dim(0);
-        let v: Tensor<B, 4> = qkv.narrow(0, 2, 1).squeeze_dim(0);
+        // q, k and v from column blocks of the fused weight (strided views, read in place by the
+        // matrix product) so no activation is sliced; heads split/merged by `kernels`.
+        let rows = x.reshape([b * t, d]);
+        let w = self.qkv.weight.val(); // [d, 3d]
+        let part = |i: usize| {
+            crate::kernels::ops::split_heads(rows.clone().matmul(w.clone().narrow(1, i * d, d)).reshape([b, t, d]), h)
+        };
+        let (q, k, v) = (part(0), part(1), part(2)); // [B, H, T, hd]
         let scores = q.matmul(k.swap_dims(2, 3)).mul_scalar(1.0 / (hd as f64).sqrt()); // [B, H, T, T]
-        let bias = mask_to(pad_mask, scores.dtype()).mul_scalar(-1e4).reshape([b, 1, 1, t]);
-        let attn = self.dropout.forward(softmax(scores + bias, 3));
-        let out = attn.matmul(v).swap_dims(1, 2).reshape([b, t, d]);
-        self.proj.forward(out)
+        let bias = mask_to(pad_mask, scores.dtype()).mul_scalar(-1e4); // [B, T]
+        let attn = self.dropout.forward(crate::kernels::ops::key_biased_softmax(scores, bias));
+        let out = crate::kernels::ops::merge_heads(attn.matmul(v)).reshape([b * t, d]);
+        self.proj.forward(out).reshape([b, t, d])
     }
 }

@@ -1,6 +1,7 @@
 //! The 1st-place Google ISLR architecture: a stem, stages of causal depthwise Conv1D blocks with
 //! efficient channel attention followed by a transformer block, masked pooling, late dropout.
 
+use crate::kernels::Kernels;
 use burn::module::Module;
 use burn::nn::{Dropout, DropoutConfig, Linear, LinearConfig};
 use burn::tensor::activation::silu;
@@ -8,7 +9,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Tensor};
 use serde::{Deserialize, Serialize};
 
-use crate::common::{masked_mean, CausalDepthwiseConv, ChannelNorm, DropPath, Eca, SelfAttention};
+use crate::common::{linear_rows, masked_mean, CausalDepthwiseConv, ChannelNorm, DropPath, Eca, SelfAttention};
 
 /// Sizes of the conv-transformer. Defaults are the reference model (~1.78M trainable params
 /// with 469 input features and 250 classes).
@@ -59,8 +60,8 @@ pub struct ConvBlock<B: Backend> {
     pub drop_path: DropPath,
 }
 
-impl<B: Backend> ConvBlock<B> {
-    fn new(c: &ConvTransformerConfig, device: &B::Device) -> Self {
+impl<B: Kernels> ConvBlock<B> {
+    pub fn new(c: &ConvTransformerConfig, device: &B::Device) -> Self {
         let wide = c.dim * c.expand;
         Self {
             expand: LinearConfig::new(c.dim, wide).init(device),
@@ -75,11 +76,11 @@ impl<B: Backend> ConvBlock<B> {
     /// # Shapes
     /// - x: `[batch, time, dim]`, pad_mask `[batch, time]` -> `[batch, time, dim]`
     pub fn forward(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
-        let h = silu(self.expand.forward(x.clone()));
-        let h = self.dwconv.forward(h.swap_dims(1, 2)).swap_dims(1, 2);
+        let h = silu(linear_rows(&self.expand, x.clone()));
+        let h = self.dwconv.forward(h);
         let h = self.norm.forward(h);
         let h = self.eca.forward(h, pad_mask);
-        let h = self.project.forward(h);
+        let h = linear_rows(&self.project, h);
         x + self.drop_path.forward(h)
     }
 }
@@ -94,8 +95,8 @@ pub struct TransformerBlock<B: Backend> {
     pub drop_path: DropPath,
 }
 
-impl<B: Backend> TransformerBlock<B> {
-    fn new(c: &ConvTransformerConfig, device: &B::Device) -> Self {
+impl<B: Kernels> TransformerBlock<B> {
+    pub fn new(c: &ConvTransformerConfig, device: &B::Device) -> Self {
         Self {
             norm1: ChannelNorm::new(c.dim, c.bn_momentum, device),
             attention: SelfAttention::new(c.dim, c.heads, c.attention_dropout, device),
@@ -111,7 +112,7 @@ impl<B: Backend> TransformerBlock<B> {
     pub fn forward(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
         let h = self.attention.forward(self.norm1.forward(x.clone()), pad_mask);
         let x = x + self.drop_path.forward(h);
-        let h = self.ffn_out.forward(silu(self.ffn_in.forward(self.norm2.forward(x.clone()))));
+        let h = linear_rows(&self.ffn_out, silu(linear_rows(&self.ffn_in, self.norm2.forward(x.clone()))));
         x + self.drop_path.forward(h)
     }
 }
@@ -130,7 +131,7 @@ pub struct ConvTransformer<B: Backend> {
 }
 
 impl ConvTransformerConfig {
-    pub fn init<B: Backend>(&self, input_features: usize, classes: usize, device: &B::Device) -> ConvTransformer<B> {
+    pub fn init<B: Kernels>(&self, input_features: usize, classes: usize, device: &B::Device) -> ConvTransformer<B> {
         ConvTransformer {
             stem: LinearConfig::new(input_features, self.dim).with_bias(false).init(device),
             stem_norm: ChannelNorm::new(self.dim, self.bn_momentum, device),
@@ -145,12 +146,12 @@ impl ConvTransformerConfig {
     }
 }
 
-impl<B: Backend> ConvTransformer<B> {
+impl<B: Kernels> ConvTransformer<B> {
     /// # Shapes
     /// - x: `[batch, time, features]`, pad_mask: `[batch, time]` (true = pad)
     /// - output: logits `[batch, classes]`
     pub fn forward(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 2> {
-        let mut x = self.stem_norm.forward(self.stem.forward(x));
+        let mut x = self.stem_norm.forward(linear_rows(&self.stem, x));
         for (stage, transformer) in self.transformer_blocks.iter().enumerate() {
             let start = stage * self.conv_blocks_per_stage;
             for block in &self.conv_blocks[start..start + self.conv_blocks_per_stage] {
@@ -158,7 +159,7 @@ impl<B: Backend> ConvTransformer<B> {
             }
             x = transformer.forward(x, pad_mask.clone());
         }
-        let pooled = masked_mean(self.top.forward(x), pad_mask);
+        let pooled = masked_mean(linear_rows(&self.top, x), pad_mask);
         let pooled = if self.late_dropout_enabled { self.late_dropout.forward(pooled) } else { pooled };
         self.classifier.forward(pooled)
     }

@@ -2,6 +2,7 @@
 //! the backward direction runs a forward GRU over each sequence reversed *within its own length*
 //! (an on-device gather, no host sync) and the result is reversed back.
 
+use crate::kernels::Kernels;
 use burn::module::Module;
 use burn::nn::gru::{Gru, GruConfig};
 use burn::nn::{Dropout, DropoutConfig, Linear, LinearConfig};
@@ -34,7 +35,7 @@ pub struct SignGru<B: Backend> {
 }
 
 impl GruModelConfig {
-    pub fn init<B: Backend>(&self, input_features: usize, classes: usize, device: &B::Device) -> SignGru<B> {
+    pub fn init<B: Kernels>(&self, input_features: usize, classes: usize, device: &B::Device) -> SignGru<B> {
         SignGru {
             embed: LinearConfig::new(input_features, self.hidden).init(device),
             forward_gru: GruConfig::new(self.hidden, self.hidden, true).init(device),
@@ -50,7 +51,7 @@ impl GruModelConfig {
 ///
 /// # Shapes
 /// - pad_mask: `[batch, time]` -> `[batch, time]`
-pub fn reverse_within_length<B: Backend>(pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 2, Int> {
+pub fn reverse_within_length<B: Kernels>(pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 2, Int> {
     let [b, t] = pad_mask.dims();
     let device = pad_mask.device();
     let valid = pad_mask.bool_not().int();
@@ -60,7 +61,7 @@ pub fn reverse_within_length<B: Backend>(pad_mask: Tensor<B, 2, Bool>) -> Tensor
     reversed.mask_where(valid.equal_elem(0), time)
 }
 
-impl<B: Backend> SignGru<B> {
+impl<B: Kernels> SignGru<B> {
     /// # Shapes
     /// - x: `[batch, time, features]`, pad_mask: `[batch, time]` (true = pad)
     /// - output: logits `[batch, classes]`

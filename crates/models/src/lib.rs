@@ -26,9 +26,11 @@ pub mod bundle;
 pub mod common;
 pub mod conv_transformer;
 pub mod gru;
+pub mod kernels;
 pub mod precision;
 pub mod transformer;
 
+use crate::kernels::Kernels;
 use burn::module::Module;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Tensor};
@@ -123,7 +125,7 @@ impl ModelConfig {
         }
     }
 
-    pub fn init<B: Backend>(&self, input_features: usize, classes: usize, device: &B::Device) -> SignModel<B> {
+    pub fn init<B: Kernels>(&self, input_features: usize, classes: usize, device: &B::Device) -> SignModel<B> {
         match self {
             Self::ConvTransformer(c) => SignModel::ConvTransformer(c.init(input_features, classes, device)),
             Self::Transformer(c) => SignModel::Transformer(c.init(input_features, classes, device)),
@@ -142,7 +144,7 @@ pub enum SignModel<B: Backend> {
     Gru(SignGru<B>),
 }
 
-impl<B: Backend> SignModel<B> {
+impl<B: Kernels> SignModel<B> {
     /// # Shapes
     /// - x: `[batch, time, features]`, pad_mask: `[batch, time]` (true = pad)
     /// - output: logits `[batch, classes]`
@@ -209,7 +211,7 @@ impl<B: Backend> SignModel<B> {
 
 /// Trainable parameters. Burn's `num_params` also counts BatchNorm running statistics (the
 /// Keras-style total); this leaves them out.
-pub fn trainable_params<B: Backend, M: Module<B>>(model: &M) -> usize {
+pub fn trainable_params<B: Kernels, M: Module<B>>(model: &M) -> usize {
     let mut counter = precision::TrainableCount::default();
     model.visit(&mut counter);
     counter.count

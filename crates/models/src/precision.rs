@@ -6,8 +6,8 @@
 //! the numerically sensitive part. `ParamId`s are kept so gradients of the copy map back onto
 //! the f32 master weights.
 
+use crate::kernels::Kernels;
 use burn::module::{Module, ModuleMapper, Param};
-use burn::tensor::backend::Backend;
 use burn::tensor::{FloatDType, Tensor};
 
 /// Layer types whose parameters stay f32 under mixed precision.
@@ -33,7 +33,7 @@ fn keeps_f32(container_type: &str) -> bool {
     KEEP_F32.contains(&name)
 }
 
-impl<B: Backend> ModuleMapper<B> for ComputeCast {
+impl<B: Kernels> ModuleMapper<B> for ComputeCast {
     fn enter_module(&mut self, _name: &str, container_type: &str) {
         if keeps_f32(container_type) {
             self.keep += 1;
@@ -61,14 +61,14 @@ impl<B: Backend> ModuleMapper<B> for ComputeCast {
 #[derive(Debug, Default)]
 pub struct Materialize;
 
-impl<B: Backend> ModuleMapper<B> for Materialize {
+impl<B: Kernels> ModuleMapper<B> for Materialize {
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
         param.map(|t| t)
     }
 }
 
 /// A copy of `model` with compute-dtype weights (see [`ComputeCast`]).
-pub fn cast_for_compute<B: Backend, M: Module<B>>(model: M, dtype: FloatDType) -> M {
+pub fn cast_for_compute<B: Kernels, M: Module<B>>(model: M, dtype: FloatDType) -> M {
     model.map(&mut ComputeCast::new(dtype))
 }
 
@@ -80,7 +80,7 @@ pub struct TrainableCount {
     field: String,
 }
 
-impl<B: Backend> burn::module::ModuleVisitor<B> for TrainableCount {
+impl<B: Kernels> burn::module::ModuleVisitor<B> for TrainableCount {
     fn enter_module(&mut self, name: &str, _container_type: &str) {
         self.field = name.to_string();
     }

@@ -1,6 +1,7 @@
 //! A plain transformer baseline: linear embedding, sinusoidal positions, Burn's
 //! `TransformerEncoder` with a padding mask, masked mean pooling, classifier.
 
+use crate::kernels::Kernels;
 use burn::module::Module;
 use burn::nn::transformer::{TransformerEncoder, TransformerEncoderConfig, TransformerEncoderInput};
 use burn::nn::{Dropout, DropoutConfig, Linear, LinearConfig, PositionalEncoding, PositionalEncodingConfig};
@@ -37,7 +38,7 @@ pub struct SignTransformer<B: Backend> {
 }
 
 impl TransformerConfig {
-    pub fn init<B: Backend>(&self, input_features: usize, classes: usize, device: &B::Device) -> SignTransformer<B> {
+    pub fn init<B: Kernels>(&self, input_features: usize, classes: usize, device: &B::Device) -> SignTransformer<B> {
         SignTransformer {
             embed: LinearConfig::new(input_features, self.dim).init(device),
             positions: PositionalEncodingConfig::new(self.dim).with_max_sequence_size(self.max_frames).init(device),
@@ -51,7 +52,7 @@ impl TransformerConfig {
     }
 }
 
-impl<B: Backend> SignTransformer<B> {
+impl<B: Kernels> SignTransformer<B> {
     /// # Shapes
     /// - x: `[batch, time, features]`, pad_mask: `[batch, time]` (true = pad)
     /// - output: logits `[batch, classes]`

@@ -70,24 +70,26 @@ fn logits_do_not_change_when_padding_is_appended() {
 
 #[test]
 fn depthwise_conv_is_causal() {
+    // Channels-last [batch 2, 12 frames, 6 channels].
     let conv = CausalDepthwiseConv::<B>::new(6, 5, &dev());
-    let x = Tensor::<B, 3>::random([2, 6, 12], Distribution::Normal(0.0, 1.0), &dev());
+    let x = Tensor::<B, 3>::random([2, 12, 6], Distribution::Normal(0.0, 1.0), &dev());
     let base = values(conv.forward(x.clone()));
     // Change frame 7 only: outputs before it must not move, outputs 7..=11 do.
     let bump =
-        Tensor::<B, 3>::zeros([2, 6, 12], &dev()).slice_assign([0..2, 0..6, 7..8], Tensor::ones([2, 6, 1], &dev()));
+        Tensor::<B, 3>::zeros([2, 12, 6], &dev()).slice_assign([0..2, 7..8, 0..6], Tensor::ones([2, 1, 6], &dev()));
     let out = values(conv.forward(x + bump));
     for b in 0..2 {
-        for c in 0..6 {
-            for t in 0..12 {
-                let i = (b * 6 + c) * 12 + t;
+        for t in 0..12 {
+            for c in 0..6 {
+                let i = (b * 12 + t) * 6 + c;
                 if t < 7 {
                     assert_eq!(base[i], out[i], "frame {t} saw the future");
+                } else if t < 12 {
+                    assert_ne!(base[i], out[i], "frame {t} did not see frame 7");
                 }
             }
         }
     }
-    assert_ne!(base, out);
 }
 
 #[test]
@@ -248,4 +250,193 @@ fn late_dropout_only_acts_when_enabled() {
     model.set_late_dropout(true);
     let c = read(model.forward(x, m));
     assert_ne!(a, c);
+}
+
+// ---- Custom kernels (models::kernels) against the straightforward Burn formulation ----------
+
+fn close(name: &str, got: &[f32], want: &[f32], tol: f32) {
+    assert_eq!(got.len(), want.len(), "{name}: length");
+    let scale = want.iter().fold(0.0f32, |m, v| m.max(v.abs())).max(1e-3);
+    let worst = got.iter().zip(want).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+    assert!(worst <= tol * scale, "{name}: max |diff| {worst} > {tol} x {scale}");
+    assert!(got.iter().all(|v| v.is_finite()), "{name}: non-finite values");
+}
+
+fn ad_values<const D: usize>(t: Tensor<AD, D>) -> Vec<f32> {
+    values(t.inner())
+}
+
+fn grad_values<const D: usize>(
+    t: &Tensor<AD, D>,
+    grads: &<AD as burn::tensor::backend::AutodiffBackend>::Gradients,
+) -> Vec<f32> {
+    values(t.grad(grads).expect("gradient reached the input"))
+}
+
+fn rand_ad<const D: usize>(shape: [usize; D]) -> Tensor<AD, D> {
+    Tensor::<AD, D>::random(shape, Distribution::Normal(0.0, 1.0), &dev()).require_grad()
+}
+
+/// A fixed random projection of the output, so the upstream gradient is not uniform.
+fn probe<const D: usize>(y: Tensor<AD, D>, seed_shape: [usize; D]) -> Tensor<AD, 1> {
+    let w = Tensor::<AD, D>::from_data(
+        TensorData::new(
+            (0..seed_shape.iter().product::<usize>())
+                .map(|i| ((i * 7919 % 97) as f32 / 97.0) - 0.5)
+                .collect::<Vec<_>>(),
+            seed_shape,
+        ),
+        &dev(),
+    );
+    (y * w).sum()
+}
+
+#[test]
+fn causal_dwconv_kernel_matches_burn_conv1d_forward_and_backward() {
+    use models::kernels::{ops, reference};
+    // Shapes: batch 1 (streaming), a sequence shorter than the kernel, the reference block size.
+    for [b, t, c, k] in [[1, 9, 5, 3], [3, 4, 8, 7], [2, 64, 384, 17]] {
+        let x = rand_ad([b, t, c]);
+        let w = rand_ad([k, c]);
+        let ours = ops::causal_dwconv(x.clone(), w.clone());
+        let g1 = probe(ours.clone(), [b, t, c]).backward();
+        let (x2, w2) = (x.clone().detach().require_grad(), w.clone().detach().require_grad());
+        let theirs = reference::causal_dwconv(x2.clone(), w2.clone());
+        let g2 = probe(theirs.clone(), [b, t, c]).backward();
+        let name = format!("dwconv b{b} t{t} c{c} k{k}");
+        close(&format!("{name} forward"), &ad_values(ours), &ad_values(theirs), 1e-5);
+        close(&format!("{name} dx"), &grad_values(&x, &g1), &grad_values(&x2, &g2), 1e-5);
+        close(&format!("{name} dw"), &grad_values(&w, &g1), &grad_values(&w2, &g2), 1e-4);
+        // The closed-form backward used off the CPU (tensor ops) agrees too.
+        let gy = Tensor::<B, 3>::random([b, t, c], Distribution::Normal(0.0, 1.0), &dev());
+        let (gx_ref, gw_ref) = reference::causal_dwconv_backward(x.clone().inner(), w.clone().inner(), gy.clone());
+        let (x3, w3) = (x.clone().detach().require_grad(), w.clone().detach().require_grad());
+        let y3 = reference::causal_dwconv(x3.clone(), w3.clone());
+        let g3 = (y3 * Tensor::<AD, 3>::from_inner(gy)).sum().backward();
+        close(&format!("{name} closed-form dx"), &values(gx_ref), &grad_values(&x3, &g3), 1e-5);
+        close(&format!("{name} closed-form dw"), &values(gw_ref), &grad_values(&w3, &g3), 1e-4);
+    }
+}
+
+#[test]
+fn channel_norm_kernel_matches_burn_batch_norm_and_updates_running_stats_the_same() {
+    use burn::nn::BatchNormConfig;
+    use models::common::ChannelNorm;
+    for [b, t, c] in [[1, 1, 3], [2, 5, 7], [64, 64, 384]] {
+        let ours = ChannelNorm::<AD>::new(c, 0.05, &dev());
+        // Non-trivial affine parameters, the same in both.
+        let gamma = Tensor::<AD, 1>::random([c], Distribution::Uniform(0.5, 1.5), &dev());
+        let beta = Tensor::<AD, 1>::random([c], Distribution::Normal(0.0, 1.0), &dev());
+        let ours = ChannelNorm {
+            bn: burn::nn::BatchNorm {
+                gamma: burn::module::Param::from_tensor(gamma.clone()),
+                beta: burn::module::Param::from_tensor(beta.clone()),
+                ..ours.bn
+            },
+        };
+        let theirs = BatchNormConfig::new(c).with_momentum(0.05).init::<AD>(&dev());
+        let theirs = burn::nn::BatchNorm {
+            gamma: burn::module::Param::from_tensor(gamma),
+            beta: burn::module::Param::from_tensor(beta),
+            ..theirs
+        };
+        let x = Tensor::<AD, 3>::random([b, t, c], Distribution::Normal(3.0, 2.0), &dev()).require_grad();
+        let y1 = ours.forward(x.clone());
+        let g1 = probe(y1.clone(), [b, t, c]).backward();
+        let x2 = x.clone().detach().require_grad();
+        let y2 = theirs.forward(x2.clone().reshape([b * t, c])).reshape([b, t, c]);
+        let g2 = probe(y2.clone(), [b, t, c]).backward();
+        let name = format!("norm b{b} t{t} c{c}");
+        close(&format!("{name} forward"), &ad_values(y1), &ad_values(y2), 1e-4);
+        close(&format!("{name} dx"), &grad_values(&x, &g1), &grad_values(&x2, &g2), 1e-4);
+        close(
+            &format!("{name} dgamma"),
+            &grad_values(&ours.bn.gamma.val(), &g1),
+            &grad_values(&theirs.gamma.val(), &g2),
+            1e-4,
+        );
+        close(
+            &format!("{name} dbeta"),
+            &grad_values(&ours.bn.beta.val(), &g1),
+            &grad_values(&theirs.beta.val(), &g2),
+            1e-4,
+        );
+        close(
+            &format!("{name} running mean"),
+            &values(ours.bn.running_mean.value().inner()),
+            &values(theirs.running_mean.value().inner()),
+            1e-5,
+        );
+        close(
+            &format!("{name} running var"),
+            &values(ours.bn.running_var.value().inner()),
+            &values(theirs.running_var.value().inner()),
+            1e-5,
+        );
+    }
+    // The closed-form backward used off the CPU agrees with autodiff through the tensor-op norm.
+    use models::kernels::reference;
+    let x = Tensor::<B, 2>::random([50, 6], Distribution::Normal(1.0, 3.0), &dev());
+    let gamma = Tensor::<B, 1>::random([6], Distribution::Uniform(0.5, 1.5), &dev());
+    let gy = Tensor::<B, 2>::random([50, 6], Distribution::Normal(0.0, 1.0), &dev());
+    let stats = reference::channel_stats(x.clone());
+    let (gx, gg, _) = reference::channel_norm_backward(x.clone(), stats, gamma.clone(), gy.clone());
+    let xa = Tensor::<AD, 2>::from_inner(x).require_grad();
+    let ga = Tensor::<AD, 1>::from_inner(gamma).require_grad();
+    let y = reference::channel_norm(
+        xa.clone(),
+        reference::channel_stats(xa.clone()),
+        ga.clone(),
+        Tensor::zeros([6], &dev()),
+    );
+    let g = (y * Tensor::<AD, 2>::from_inner(gy)).sum().backward();
+    close("closed-form norm dx", &values(gx), &grad_values(&xa, &g), 1e-4);
+    close("closed-form norm dgamma", &values(gg), &grad_values(&ga, &g), 1e-4);
+}
+
+#[test]
+fn attention_and_gate_kernels_match_the_tensor_op_formulations() {
+    use models::kernels::{ops, reference};
+    // scale_channels (ECA gate)
+    let (x, gate) = (rand_ad([3, 10, 8]), rand_ad([3, 8]));
+    let y1 = ops::scale_channels(x.clone(), gate.clone());
+    let g1 = probe(y1.clone(), [3, 10, 8]).backward();
+    let (x2, gate2) = (x.clone().detach().require_grad(), gate.clone().detach().require_grad());
+    let y2 = reference::scale_channels(x2.clone(), gate2.clone());
+    let g2 = probe(y2.clone(), [3, 10, 8]).backward();
+    close("scale forward", &ad_values(y1), &ad_values(y2), 1e-6);
+    close("scale dx", &grad_values(&x, &g1), &grad_values(&x2, &g2), 1e-6);
+    close("scale dgate", &grad_values(&gate, &g1), &grad_values(&gate2, &g2), 1e-5);
+
+    // key-biased softmax with a padding bias
+    let s = rand_ad([2, 3, 5, 6]);
+    let bias_host: Vec<f32> = (0..12).map(|i| if i % 6 >= 4 && i >= 6 { -1e4 } else { 0.0 }).collect();
+    let bias = Tensor::<AD, 2>::from_data(TensorData::new(bias_host, [2, 6]), &dev());
+    let y1 = ops::key_biased_softmax(s.clone(), bias.clone());
+    let g1 = probe(y1.clone(), [2, 3, 5, 6]).backward();
+    let s2 = s.clone().detach().require_grad();
+    let y2 = reference::key_biased_softmax(s2.clone(), bias);
+    let g2 = probe(y2.clone(), [2, 3, 5, 6]).backward();
+    let probs = ad_values(y1.clone());
+    close("softmax forward", &probs, &ad_values(y2), 1e-6);
+    close("softmax dscores", &grad_values(&s, &g1), &grad_values(&s2, &g2), 1e-5);
+    // Padded keys of sample 1 get no attention; every row sums to 1.
+    for row in probs.chunks(6).enumerate().filter(|(i, _)| *i >= 15).map(|(_, r)| r.to_vec()) {
+        assert!(row[4] < 1e-6 && row[5] < 1e-6, "padded key attended: {row:?}");
+    }
+    for row in probs.chunks(6) {
+        assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-5);
+    }
+
+    // head split / merge round trip and gradients
+    let x = rand_ad([2, 7, 12]);
+    let heads = ops::split_heads(x.clone(), 3);
+    assert_eq!(heads.dims(), [2, 3, 7, 4]);
+    let x2 = x.clone().detach().require_grad();
+    close("split heads", &ad_values(heads.clone()), &ad_values(reference::split_heads(x2.clone(), 3)), 0.0);
+    let back = ops::merge_heads(heads.clone());
+    close("merge heads", &ad_values(back.clone()), &ad_values(x.clone()), 0.0);
+    let g1 = probe(back * 2.0, [2, 7, 12]).backward();
+    let g2 = probe(reference::merge_heads(reference::split_heads(x2.clone(), 3)) * 2.0, [2, 7, 12]).backward();
+    close("split/merge dx", &grad_values(&x, &g1), &grad_values(&x2, &g2), 0.0);
 }

@@ -11,6 +11,7 @@
 //! - [`rundir`]: the run-directory layout, including the exported `model/` that `infer` loads.
 
 pub mod amp;
+pub mod bench;
 pub mod checkpoint;
 pub mod config;
 pub mod metrics;

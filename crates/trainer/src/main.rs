@@ -36,6 +36,32 @@ enum Command {
         #[arg(long)]
         probe_batch: usize,
     },
+    /// Time training steps (forward, backward, optimizer) and inference of the configured model
+    /// on random data; the Burn half of `benches/reference/compare.py`.
+    Bench {
+        #[command(flatten)]
+        layers: TrainArgs,
+        /// Reference model sizes (dim 192, 2 stages, kernel 17) instead of the config's `[model]`.
+        #[arg(long)]
+        reference: bool,
+        #[arg(long, default_value_t = 64)]
+        batch: usize,
+        #[arg(long, default_value_t = 64)]
+        frames: usize,
+        #[arg(long, default_value_t = 469)]
+        features: usize,
+        #[arg(long, default_value_t = 250)]
+        classes: usize,
+        /// Timed training steps (after 2 warm-up steps).
+        #[arg(long, default_value_t = 10)]
+        steps: usize,
+        /// Timed batch-1 forward passes.
+        #[arg(long, default_value_t = 100)]
+        latency_runs: usize,
+        /// Also write the report as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Write the `[synthetic]` dataset of the resolved config to a directory (ISLR layout).
     Generate {
         #[command(flatten)]
@@ -162,6 +188,20 @@ fn real_main(cli: Cli) -> Result<(), TrainError> {
             let cfg = layers.builder()?.build()?;
             let ms = trainer::train::probe_batch(&cfg, probe_batch)?;
             println!("ok {ms:.3}");
+            Ok(())
+        }
+        Some(Command::Bench { layers, reference, batch, frames, features, classes, steps, latency_runs, json }) => {
+            let mut cfg = layers.builder()?.build()?;
+            if reference {
+                cfg.model = models::ModelConfig::ConvTransformer(models::ConvTransformerConfig::default());
+            }
+            let opts = trainer::bench::BenchOptions { batch, frames, features, classes, steps, latency_runs };
+            let report = trainer::bench::bench(&cfg, &opts)?;
+            print!("{}", report.render());
+            if let Some(path) = json {
+                let text = serde_json::to_string_pretty(&report).map_err(|e| TrainError::io(&path, e))?;
+                trainer::rundir::write_atomic(&path, text.as_bytes())?;
+            }
             Ok(())
         }
         Some(Command::Generate { layers, to }) => {

@@ -91,7 +91,7 @@ fn sync_dir(dir: &Path) {
 }
 
 /// Export `model` with its card and config into `<run>/model/`.
-pub fn export_model<B: burn::prelude::Backend>(
+pub fn export_model<B: models::kernels::Kernels>(
     run_dir: &Path,
     model: &SignModel<B>,
     card: &ModelCard,

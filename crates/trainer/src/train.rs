@@ -557,7 +557,7 @@ struct Event<'a> {
 /// searches) in a process take turns.
 static RUN_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn run_lock() -> std::sync::MutexGuard<'static, ()> {
+pub(crate) fn run_lock() -> std::sync::MutexGuard<'static, ()> {
     RUN_LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 

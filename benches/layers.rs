@@ -1,0 +1,143 @@
+//! Where the reference model's step time goes, layer by layer, on the CPU backend: forward
+//! (inference mode, no autodiff) and forward+backward (autodiff, input requiring grad as it does
+//! inside the network) of each building block at the reference size (batch 64, 64 frames,
+//! 469 features, dim 192, expand 2, kernel 17, 4 heads, 250 classes).
+//!
+//! `cargo bench -p trainer --bench layers` (add `-- --quick` for a fast, rougher pass)
+
+use burn::backend::Autodiff;
+use burn::module::Module;
+use burn::tensor::backend::Backend;
+use burn::tensor::{Bool, Distribution, Tensor, TensorData};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use models::common::{CausalDepthwiseConv, ChannelNorm, Eca, SelfAttention};
+use models::conv_transformer::{ConvBlock, TransformerBlock};
+use models::ConvTransformerConfig;
+
+type B = device::Backend;
+type AD = Autodiff<device::Backend>;
+
+const BATCH: usize = 64;
+const FRAMES: usize = 64;
+const FEATURES: usize = 469;
+
+fn pad_mask<Bk: Backend>(device: &Bk::Device) -> Tensor<Bk, 2, Bool> {
+    // Realistic padding: sequence lengths spread over the window.
+    let mut mask = vec![false; BATCH * FRAMES];
+    for b in 0..BATCH {
+        for t in FRAMES - (b % 24)..FRAMES {
+            mask[b * FRAMES + t] = true;
+        }
+    }
+    Tensor::from_data(TensorData::new(mask, [BATCH, FRAMES]), device)
+}
+
+fn input<Bk: Backend>(channels: usize, device: &Bk::Device) -> Tensor<Bk, 3> {
+    Tensor::random([BATCH, FRAMES, channels], Distribution::Normal(0.0, 1.0), device)
+}
+
+/// Benchmarks `f` in inference mode on `B` and with backward on `AD`.
+fn pair<MB, MA>(
+    c: &mut Criterion,
+    name: &str,
+    channels: usize,
+    make_b: impl Fn(&device::DispatchDevice) -> MB,
+    make_ad: impl Fn(&device::DispatchDevice) -> MA,
+    fwd_b: impl Fn(&MB, Tensor<B, 3>, Tensor<B, 2, Bool>) -> Tensor<B, 3>,
+    fwd_ad: impl Fn(&MA, Tensor<AD, 3>, Tensor<AD, 2, Bool>) -> Tensor<AD, 3>,
+) where
+    MB: Module<B>,
+    MA: Module<AD>,
+{
+    let device = device::dispatch_device(&device::Target::Cpu).unwrap();
+    let mut g = c.benchmark_group("layers_cpu_b64_t64");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(BATCH as u64));
+    let m = make_b(&device);
+    let x = input::<B>(channels, &device);
+    let mask = pad_mask::<B>(&device);
+    g.bench_function(format!("{name}/forward"), |bch| bch.iter(|| fwd_b(&m, x.clone(), mask.clone()).into_data()));
+    let m = make_ad(&device);
+    let x = input::<AD>(channels, &device).require_grad();
+    let mask = pad_mask::<AD>(&device);
+    g.bench_function(format!("{name}/forward_backward"), |bch| {
+        bch.iter(|| fwd_ad(&m, x.clone(), mask.clone()).sum().backward())
+    });
+    g.finish();
+}
+
+fn layers(c: &mut Criterion) {
+    let cfg = ConvTransformerConfig::default();
+    let (dim, wide) = (cfg.dim, cfg.dim * cfg.expand);
+    let cf = cfg.clone();
+    pair(
+        c,
+        "stem_linear",
+        FEATURES,
+        |d| burn::nn::LinearConfig::new(FEATURES, dim).with_bias(false).init::<B>(d),
+        |d| burn::nn::LinearConfig::new(FEATURES, dim).with_bias(false).init::<AD>(d),
+        |m, x, _| m.forward(x),
+        |m, x, _| m.forward(x),
+    );
+    pair(
+        c,
+        "channel_norm_384",
+        wide,
+        |d| ChannelNorm::<B>::new(wide, 0.05, d),
+        |d| ChannelNorm::<AD>::new(wide, 0.05, d),
+        |m, x, _| m.forward(x),
+        |m, x, _| m.forward(x),
+    );
+    pair(
+        c,
+        "dwconv_k17_384",
+        wide,
+        |d| CausalDepthwiseConv::<B>::new(wide, cf.kernel, d),
+        |d| CausalDepthwiseConv::<AD>::new(wide, cf.kernel, d),
+        |m, x, _| m.forward(x.swap_dims(1, 2)).swap_dims(1, 2),
+        |m, x, _| m.forward(x.swap_dims(1, 2)).swap_dims(1, 2),
+    );
+    pair(
+        c,
+        "eca_384",
+        wide,
+        |d| Eca::<B>::new(cf.eca_kernel, d),
+        |d| Eca::<AD>::new(cf.eca_kernel, d),
+        |m, x, mask| m.forward(x, mask),
+        |m, x, mask| m.forward(x, mask),
+    );
+    pair(
+        c,
+        "attention_192",
+        dim,
+        |d| SelfAttention::<B>::new(dim, cf.heads, 0.0, d),
+        |d| SelfAttention::<AD>::new(dim, cf.heads, 0.0, d),
+        |m, x, mask| m.forward(x, mask),
+        |m, x, mask| m.forward(x, mask),
+    );
+    let c1 = cfg.clone();
+    let c2 = cfg.clone();
+    pair(
+        c,
+        "conv_block",
+        dim,
+        move |d| ConvBlock::<B>::new(&c1, d),
+        move |d| ConvBlock::<AD>::new(&c2, d),
+        |m, x, mask| m.forward(x, mask),
+        |m, x, mask| m.forward(x, mask),
+    );
+    let c1 = cfg.clone();
+    let c2 = cfg.clone();
+    pair(
+        c,
+        "transformer_block",
+        dim,
+        move |d| TransformerBlock::<B>::new(&c1, d),
+        move |d| TransformerBlock::<AD>::new(&c2, d),
+        |m, x, mask| m.forward(x, mask),
+        |m, x, mask| m.forward(x, mask),
+    );
+}
+
+criterion_group!(benches, layers);
+criterion_main!(benches);

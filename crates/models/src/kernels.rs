@@ -1,0 +1,817 @@
+//! Project-side kernels for the ops where Burn 0.21's own formulation is the bottleneck on the CPU
+//! (see docs/PERFORMANCE.md for the measurements behind each one):
+//!
+//! - causal depthwise convolution, channels-last (`[B, T, C]`, kernel `[K, C]`): Burn's `conv1d`
+//!   needs channels-first, so the transposes around it went through the CPU backend's strided
+//!   copy, and its backward runs a generic transposed convolution;
+//! - channel normalization in training mode (BatchNorm over the rows of `[N, C]`): Burn's
+//!   `BatchNorm` transposes to compute its statistics and differentiates through them op by op
+//!   (about 40x the cost of the forward pass).
+//!
+//! Every op has a closed-form backward registered with Burn's autodiff ([`Kernels`] for
+//! `Autodiff<B>`), so backward costs about as much as forward. On a host-resident backend (Flex,
+//! or `Dispatch` on a Flex device) with f32 data the work runs in plain Rust loops over
+//! contiguous rows, split over threads with rayon; everywhere else (CUDA, wgpu, half precision)
+//! it runs as ordinary Burn tensor ops ([`reference`]), so every device gets the same math.
+//! Tests check both paths against Burn's own autodiff of the straightforward formulation.
+
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::backend::Autodiff;
+use burn::tensor::backend::Backend;
+use burn::tensor::ops::FloatTensor;
+use burn::tensor::{DType, Tensor, TensorData, TensorPrimitive};
+
+/// BatchNorm's epsilon (Burn's `BatchNormConfig` default, PyTorch's too).
+pub const NORM_EPS: f64 = 1e-5;
+
+fn wrap<B: Backend, const D: usize>(t: FloatTensor<B>) -> Tensor<B, D> {
+    Tensor::from_primitive(TensorPrimitive::Float(t))
+}
+
+fn unwrap<B: Backend, const D: usize>(t: Tensor<B, D>) -> FloatTensor<B> {
+    t.into_primitive().tensor()
+}
+
+/// Backends that can run SignFlow's custom ops. Every method has a default that is correct on
+/// any backend; a backend opts into the host loops with [`Kernels::host_resident`].
+pub trait Kernels: Backend {
+    /// Whether tensors on `device` live in host memory (the CPU backends), so the host loops apply.
+    fn host_resident(_device: &burn::tensor::ops::Device<Self>) -> bool {
+        false
+    }
+
+    /// Causal depthwise convolution: `y[b, t, c] = sum_k w[k, c] * x[b, t - K + 1 + k, c]`
+    /// (frames before the start are zero).
+    ///
+    /// # Shapes
+    /// - x: `[batch, time, channels]`, w: `[kernel, channels]` -> `[batch, time, channels]`
+    fn causal_dwconv(x: FloatTensor<Self>, w: FloatTensor<Self>) -> FloatTensor<Self> {
+        let (x, w) = (wrap::<Self, 3>(x), wrap::<Self, 2>(w));
+        if let Some(([xd, wd], [b, t, c], k)) = host_inputs::<Self, 2>([&x, &w]) {
+            let out = host::dwconv_forward(&xd, &wd, b, t, c, k);
+            return unwrap(Tensor::<Self, 3>::from_data(TensorData::new(out, [b, t, c]), &x.device()));
+        }
+        unwrap(reference::causal_dwconv(x, w))
+    }
+
+    /// Gradients of [`Kernels::causal_dwconv`] with respect to `x` and `w`.
+    fn causal_dwconv_backward(
+        x: FloatTensor<Self>,
+        w: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        let (x, w, g) = (wrap::<Self, 3>(x), wrap::<Self, 2>(w), wrap::<Self, 3>(grad));
+        if let Some(([xd, wd, gd], [b, t, c], k)) = host_inputs::<Self, 3>([&x, &w, &g]) {
+            let (gx, gw) = host::dwconv_backward(&xd, &wd, &gd, b, t, c, k);
+            let device = x.device();
+            return (
+                unwrap(Tensor::<Self, 3>::from_data(TensorData::new(gx, [b, t, c]), &device)),
+                unwrap(Tensor::<Self, 2>::from_data(TensorData::new(gw, [k, c]), &device)),
+            );
+        }
+        let (gx, gw) = reference::causal_dwconv_backward(x, w, g);
+        (unwrap(gx), unwrap(gw))
+    }
+
+    /// `x * gate` with one gate per (sample, channel) shared by all frames (ECA): Flex has no
+    /// fast path for a `[B, 1, C]` broadcast and walks it element by element.
+    ///
+    /// # Shapes
+    /// - x: `[batch, time, channels]`, gate: `[batch, channels]` -> `[batch, time, channels]`
+    fn scale_channels(x: FloatTensor<Self>, gate: FloatTensor<Self>) -> FloatTensor<Self> {
+        let (x, g) = (wrap::<Self, 3>(x), wrap::<Self, 2>(gate));
+        if host_ok(&x) && host_ok(&g) {
+            let [b, t, c] = x.dims();
+            let out = host::scale_channels(&host_vec(&x), &host_vec(&g), b, t, c);
+            return unwrap(Tensor::<Self, 3>::from_data(TensorData::new(out, [b, t, c]), &x.device()));
+        }
+        unwrap(reference::scale_channels(x, g))
+    }
+
+    /// Gradients of [`Kernels::scale_channels`] with respect to `x` and `gate`.
+    fn scale_channels_backward(
+        x: FloatTensor<Self>,
+        gate: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        let (x, g, gr) = (wrap::<Self, 3>(x), wrap::<Self, 2>(gate), wrap::<Self, 3>(grad));
+        if host_ok(&x) && host_ok(&g) && host_ok(&gr) {
+            let [b, t, c] = x.dims();
+            let (xd, gd, grd) = (host_vec(&x), host_vec(&g), host_vec(&gr));
+            let gx = host::scale_channels(&grd, &gd, b, t, c);
+            let gg = host::channel_dot(&grd, &xd, b, t, c);
+            let device = x.device();
+            return (
+                unwrap(Tensor::<Self, 3>::from_data(TensorData::new(gx, [b, t, c]), &device)),
+                unwrap(Tensor::<Self, 2>::from_data(TensorData::new(gg, [b, c]), &device)),
+            );
+        }
+        let gx = reference::scale_channels(gr.clone(), g);
+        let gg: Tensor<Self, 2> = (gr * x).sum_dim(1).squeeze_dim(1);
+        (unwrap(gx), unwrap(gg))
+    }
+
+    /// Attention softmax over keys with an additive per-key bias (the padding mask):
+    /// `softmax(scores + bias[b, None, None, :], dim = 3)`. The bias is a constant.
+    ///
+    /// # Shapes
+    /// - scores: `[batch, heads, query, key]`, bias: `[batch, key]` -> like scores
+    fn key_biased_softmax(scores: FloatTensor<Self>, bias: FloatTensor<Self>) -> FloatTensor<Self> {
+        let (s, bias) = (wrap::<Self, 4>(scores), wrap::<Self, 2>(bias));
+        if host_ok(&s) && host_ok(&bias) {
+            let [b, h, q, k] = s.dims();
+            let out = host::key_biased_softmax(&host_vec(&s), &host_vec(&bias), b, h * q, k);
+            return unwrap(Tensor::<Self, 4>::from_data(TensorData::new(out, [b, h, q, k]), &s.device()));
+        }
+        unwrap(reference::key_biased_softmax(s, bias))
+    }
+
+    /// Gradient of a softmax over the last axis from its output `y`: `y * (grad - sum(grad * y))`.
+    fn softmax_backward(y: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
+        let (y, g) = (wrap::<Self, 4>(y), wrap::<Self, 4>(grad));
+        if host_ok(&y) && host_ok(&g) {
+            let [b, h, q, k] = y.dims();
+            let out = host::softmax_backward(&host_vec(&y), &host_vec(&g), b * h * q, k);
+            return unwrap(Tensor::<Self, 4>::from_data(TensorData::new(out, [b, h, q, k]), &y.device()));
+        }
+        let dot = (g.clone() * y.clone()).sum_dim(3);
+        unwrap(y * (g - dot))
+    }
+
+    /// `[batch, time, heads * head_dim]` -> `[batch, heads, time, head_dim]`, contiguous (the
+    /// attention head split; Burn's `swap_dims` + `reshape` copies element by element on Flex).
+    fn split_heads(x: FloatTensor<Self>, heads: usize) -> FloatTensor<Self> {
+        let x = wrap::<Self, 3>(x);
+        let [b, t, d] = x.dims();
+        if host_ok(&x) && heads > 0 && d % heads == 0 {
+            let out = host::permute_0213(&host_vec(&x), b, t, heads, d / heads);
+            return unwrap(Tensor::<Self, 4>::from_data(TensorData::new(out, [b, heads, t, d / heads]), &x.device()));
+        }
+        unwrap(reference::split_heads(x, heads))
+    }
+
+    /// Inverse of [`Kernels::split_heads`]: `[batch, heads, time, head_dim]` -> `[batch, time, heads * head_dim]`.
+    fn merge_heads(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        let x = wrap::<Self, 4>(x);
+        let [b, h, t, hd] = x.dims();
+        if host_ok(&x) {
+            let out = host::permute_0213(&host_vec(&x), b, h, t, hd);
+            return unwrap(Tensor::<Self, 3>::from_data(TensorData::new(out, [b, t, h * hd]), &x.device()));
+        }
+        unwrap(reference::merge_heads(x))
+    }
+
+    /// Per-channel mean and biased variance over the rows of `x` (`[rows, C]` -> `[2, C]`).
+    /// Not differentiable on its own: [`Kernels::channel_norm`]'s backward accounts for it.
+    fn channel_stats(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        let x = wrap::<Self, 2>(x);
+        if Self::host_resident(&x.device()) && x.dtype() == DType::F32 {
+            let [n, c] = x.dims();
+            let xd = host_vec(&x);
+            let out = host::stats(&xd, n, c);
+            return unwrap(Tensor::<Self, 2>::from_data(TensorData::new(out, [2, c]), &x.device()));
+        }
+        unwrap(reference::channel_stats(x))
+    }
+
+    /// Training-mode BatchNorm of `[rows, C]` with the statistics `stats` (`[2, C]`, from
+    /// [`Kernels::channel_stats`] of the same `x`): `(x - mean) / sqrt(var + eps) * gamma + beta`.
+    fn channel_norm(
+        x: FloatTensor<Self>,
+        stats: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        let (x, s) = (wrap::<Self, 2>(x), wrap::<Self, 2>(stats));
+        let (g, bt) = (wrap::<Self, 1>(gamma), wrap::<Self, 1>(beta));
+        if host_ok(&x) && host_ok(&s) && host_ok(&g) && host_ok(&bt) {
+            let [n, c] = x.dims();
+            let out = host::normalize(&host_vec(&x), &host_vec(&s), &host_vec(&g), &host_vec(&bt), n, c);
+            return unwrap(Tensor::<Self, 2>::from_data(TensorData::new(out, [n, c]), &x.device()));
+        }
+        unwrap(reference::channel_norm(x, s, g, bt))
+    }
+
+    /// Gradients of training-mode BatchNorm (through the batch statistics) with respect to `x`,
+    /// `gamma` and `beta`.
+    fn channel_norm_backward(
+        x: FloatTensor<Self>,
+        stats: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>) {
+        let (x, s) = (wrap::<Self, 2>(x), wrap::<Self, 2>(stats));
+        let (g, gr) = (wrap::<Self, 1>(gamma), wrap::<Self, 2>(grad));
+        if host_ok(&x) && host_ok(&s) && host_ok(&g) && host_ok(&gr) {
+            let [n, c] = x.dims();
+            let (gx, gg, gb) =
+                host::normalize_backward(&host_vec(&x), &host_vec(&s), &host_vec(&g), &host_vec(&gr), n, c);
+            let device = x.device();
+            return (
+                unwrap(Tensor::<Self, 2>::from_data(TensorData::new(gx, [n, c]), &device)),
+                unwrap(Tensor::<Self, 1>::from_data(TensorData::new(gg, [c]), &device)),
+                unwrap(Tensor::<Self, 1>::from_data(TensorData::new(gb, [c]), &device)),
+            );
+        }
+        let (gx, gg, gb) = reference::channel_norm_backward(x, s, g, gr);
+        (unwrap(gx), unwrap(gg), unwrap(gb))
+    }
+}
+
+fn host_ok<B: Kernels, const D: usize>(t: &Tensor<B, D>) -> bool {
+    B::host_resident(&t.device()) && t.dtype() == DType::F32
+}
+
+fn host_vec<B: Backend, const D: usize>(t: &Tensor<B, D>) -> Vec<f32> {
+    // Host-resident: this is a memory copy, not a device transfer.
+    t.clone().into_data().into_vec::<f32>().expect("host_ok checked the dtype is f32")
+}
+
+/// Host data of the conv operands: `[x, w, (grad)]` with `x`/`grad` `[B, T, C]`, `w` `[K, C]`.
+fn host_inputs<B: Kernels, const N: usize>(ts: [&dyn HostTensor<B>; N]) -> Option<([Vec<f32>; N], [usize; 3], usize)> {
+    if !ts.iter().all(|t| t.ok()) {
+        return None;
+    }
+    let dims = ts[0].dims();
+    let k = ts[1].dims()[0];
+    Some((ts.map(|t| t.data()), [dims[0], dims[1], dims[2]], k))
+}
+
+trait HostTensor<B: Kernels> {
+    fn ok(&self) -> bool;
+    fn dims(&self) -> Vec<usize>;
+    fn data(&self) -> Vec<f32>;
+}
+
+impl<B: Kernels, const D: usize> HostTensor<B> for Tensor<B, D> {
+    fn ok(&self) -> bool {
+        host_ok(self)
+    }
+    fn dims(&self) -> Vec<usize> {
+        Tensor::dims(self).to_vec()
+    }
+    fn data(&self) -> Vec<f32> {
+        host_vec(self)
+    }
+}
+
+impl Kernels for burn::backend::Flex {
+    fn host_resident(_device: &burn::tensor::ops::Device<Self>) -> bool {
+        true
+    }
+}
+
+impl Kernels for burn::Dispatch {
+    fn host_resident(device: &burn::DispatchDevice) -> bool {
+        matches!(device, burn::DispatchDevice::Flex(_))
+    }
+}
+
+impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
+    fn causal_dwconv(x: FloatTensor<Self>, w: FloatTensor<Self>) -> FloatTensor<Self> {
+        #[derive(Debug)]
+        struct DwConv;
+        impl<B: Kernels> Backward<B, 2> for DwConv {
+            type State = (FloatTensor<B>, FloatTensor<B>);
+            fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
+                let [px, pw] = ops.parents;
+                let grad = grads.consume::<B>(&ops.node);
+                let (x, w) = ops.state;
+                let (gx, gw) = B::causal_dwconv_backward(x, w, grad);
+                if let Some(node) = px {
+                    grads.register::<B>(node.id, gx);
+                }
+                if let Some(node) = pw {
+                    grads.register::<B>(node.id, gw);
+                }
+            }
+        }
+        match DwConv.prepare::<C>([x.node.clone(), w.node.clone()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => {
+                let out = B::causal_dwconv(x.primitive.clone(), w.primitive.clone());
+                prep.finish((x.primitive, w.primitive), out)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::causal_dwconv(x.primitive, w.primitive)),
+        }
+    }
+
+    fn scale_channels(x: FloatTensor<Self>, gate: FloatTensor<Self>) -> FloatTensor<Self> {
+        #[derive(Debug)]
+        struct Scale;
+        impl<B: Kernels> Backward<B, 2> for Scale {
+            type State = (FloatTensor<B>, FloatTensor<B>);
+            fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
+                let [px, pg] = ops.parents;
+                let grad = grads.consume::<B>(&ops.node);
+                let (x, gate) = ops.state;
+                let (gx, gg) = B::scale_channels_backward(x, gate, grad);
+                if let Some(node) = px {
+                    grads.register::<B>(node.id, gx);
+                }
+                if let Some(node) = pg {
+                    grads.register::<B>(node.id, gg);
+                }
+            }
+        }
+        match Scale.prepare::<C>([x.node.clone(), gate.node.clone()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => {
+                let out = B::scale_channels(x.primitive.clone(), gate.primitive.clone());
+                prep.finish((x.primitive, gate.primitive), out)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::scale_channels(x.primitive, gate.primitive)),
+        }
+    }
+
+    fn key_biased_softmax(scores: FloatTensor<Self>, bias: FloatTensor<Self>) -> FloatTensor<Self> {
+        #[derive(Debug)]
+        struct Softmax;
+        impl<B: Kernels> Backward<B, 1> for Softmax {
+            type State = FloatTensor<B>;
+            fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+                let [ps] = ops.parents;
+                let grad = grads.consume::<B>(&ops.node);
+                if let Some(node) = ps {
+                    grads.register::<B>(node.id, B::softmax_backward(ops.state, grad));
+                }
+            }
+        }
+        // The bias (padding mask) is a constant: only `scores` is a parent.
+        let out = B::key_biased_softmax(scores.primitive, bias.primitive);
+        match Softmax.prepare::<C>([scores.node.clone()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => prep.finish(out.clone(), out),
+            OpsKind::UnTracked(prep) => prep.finish(out),
+        }
+    }
+
+    fn split_heads(x: FloatTensor<Self>, heads: usize) -> FloatTensor<Self> {
+        #[derive(Debug)]
+        struct Split;
+        impl<B: Kernels> Backward<B, 1> for Split {
+            type State = ();
+            fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+                let [px] = ops.parents;
+                let grad = grads.consume::<B>(&ops.node);
+                if let Some(node) = px {
+                    grads.register::<B>(node.id, B::merge_heads(grad));
+                }
+            }
+        }
+        match Split.prepare::<C>([x.node.clone()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => prep.finish((), B::split_heads(x.primitive, heads)),
+            OpsKind::UnTracked(prep) => prep.finish(B::split_heads(x.primitive, heads)),
+        }
+    }
+
+    fn merge_heads(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        #[derive(Debug)]
+        struct Merge;
+        impl<B: Kernels> Backward<B, 1> for Merge {
+            type State = usize;
+            fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+                let [px] = ops.parents;
+                let grad = grads.consume::<B>(&ops.node);
+                if let Some(node) = px {
+                    grads.register::<B>(node.id, B::split_heads(grad, ops.state));
+                }
+            }
+        }
+        let heads = wrap::<B, 4>(x.primitive.clone()).dims()[1];
+        match Merge.prepare::<C>([x.node.clone()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => prep.finish(heads, B::merge_heads(x.primitive)),
+            OpsKind::UnTracked(prep) => prep.finish(B::merge_heads(x.primitive)),
+        }
+    }
+
+    fn channel_stats(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        <Self as burn::tensor::backend::AutodiffBackend>::from_inner(B::channel_stats(x.primitive))
+    }
+
+    fn channel_norm(
+        x: FloatTensor<Self>,
+        stats: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        #[derive(Debug)]
+        struct Norm;
+        impl<B: Kernels> Backward<B, 3> for Norm {
+            type State = (FloatTensor<B>, FloatTensor<B>, FloatTensor<B>);
+            fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
+                let [px, pg, pb] = ops.parents;
+                let grad = grads.consume::<B>(&ops.node);
+                let (x, stats, gamma) = ops.state;
+                let (gx, gg, gb) = B::channel_norm_backward(x, stats, gamma, grad);
+                if let Some(node) = px {
+                    grads.register::<B>(node.id, gx);
+                }
+                if let Some(node) = pg {
+                    grads.register::<B>(node.id, gg);
+                }
+                if let Some(node) = pb {
+                    grads.register::<B>(node.id, gb);
+                }
+            }
+        }
+        // `stats` is a function of `x` computed without tracking; the closed-form backward
+        // includes its contribution.
+        match Norm.prepare::<C>([x.node.clone(), gamma.node.clone(), beta.node.clone()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => {
+                let out = B::channel_norm(
+                    x.primitive.clone(),
+                    stats.primitive.clone(),
+                    gamma.primitive.clone(),
+                    beta.primitive,
+                );
+                prep.finish((x.primitive, stats.primitive, gamma.primitive), out)
+            }
+            OpsKind::UnTracked(prep) => {
+                prep.finish(B::channel_norm(x.primitive, stats.primitive, gamma.primitive, beta.primitive))
+            }
+        }
+    }
+}
+
+/// Tensor-level entry points used by the layers.
+pub mod ops {
+    use super::*;
+
+    /// See [`Kernels::causal_dwconv`].
+    pub fn causal_dwconv<B: Kernels>(x: Tensor<B, 3>, w: Tensor<B, 2>) -> Tensor<B, 3> {
+        wrap(B::causal_dwconv(unwrap(x), unwrap(w)))
+    }
+
+    /// See [`Kernels::scale_channels`].
+    pub fn scale_channels<B: Kernels>(x: Tensor<B, 3>, gate: Tensor<B, 2>) -> Tensor<B, 3> {
+        wrap(B::scale_channels(unwrap(x), unwrap(gate)))
+    }
+
+    /// See [`Kernels::key_biased_softmax`].
+    pub fn key_biased_softmax<B: Kernels>(scores: Tensor<B, 4>, bias: Tensor<B, 2>) -> Tensor<B, 4> {
+        wrap(B::key_biased_softmax(unwrap(scores), unwrap(bias)))
+    }
+
+    /// See [`Kernels::split_heads`].
+    pub fn split_heads<B: Kernels>(x: Tensor<B, 3>, heads: usize) -> Tensor<B, 4> {
+        wrap(B::split_heads(unwrap(x), heads))
+    }
+
+    /// See [`Kernels::merge_heads`].
+    pub fn merge_heads<B: Kernels>(x: Tensor<B, 4>) -> Tensor<B, 3> {
+        wrap(B::merge_heads(unwrap(x)))
+    }
+
+    /// Training-mode BatchNorm of `[rows, C]`; returns the output and the `[2, C]` batch
+    /// statistics (mean, biased variance) for the running averages.
+    pub fn channel_norm_train<B: Kernels>(
+        x: Tensor<B, 2>,
+        gamma: Tensor<B, 1>,
+        beta: Tensor<B, 1>,
+    ) -> (Tensor<B, 2>, Tensor<B, 2>) {
+        let stats: Tensor<B, 2> = wrap(B::channel_stats(unwrap(x.clone())));
+        let y = wrap(B::channel_norm(unwrap(x), unwrap(stats.clone()), unwrap(gamma), unwrap(beta)));
+        (y, stats)
+    }
+}
+
+/// The straightforward formulations in Burn tensor ops: the path for non-host devices and the
+/// yardstick the tests hold the custom ops to.
+pub mod reference {
+    use burn::tensor::module::conv1d;
+    use burn::tensor::ops::ConvOptions;
+    use burn::tensor::{backend::Backend, Tensor};
+
+    use super::NORM_EPS;
+
+    /// Channels-first Burn `conv1d` with groups = channels, zero-padded on the left.
+    pub fn causal_dwconv<B: Backend>(x: Tensor<B, 3>, w: Tensor<B, 2>) -> Tensor<B, 3> {
+        let [b, _, c] = x.dims();
+        let k = w.dims()[0];
+        let x = x.swap_dims(1, 2);
+        let left = Tensor::zeros([b, c, k - 1], (&x.device(), x.dtype()));
+        let x = Tensor::cat(vec![left, x], 2);
+        let weight = w.swap_dims(0, 1).reshape([c, 1, k]);
+        conv1d(x, weight, None, ConvOptions::new([1], [0], [1], c)).swap_dims(1, 2)
+    }
+
+    /// Closed-form gradients of [`causal_dwconv`]: `dx` is the anti-causal convolution of the
+    /// output gradient with the flipped kernel; `dw[k]` sums `grad * x` shifted by `k`.
+    pub fn causal_dwconv_backward<B: Backend>(
+        x: Tensor<B, 3>,
+        w: Tensor<B, 2>,
+        grad: Tensor<B, 3>,
+    ) -> (Tensor<B, 3>, Tensor<B, 2>) {
+        let [b, t, c] = x.dims();
+        let k = w.dims()[0];
+        let g = grad.swap_dims(1, 2);
+        let right = Tensor::zeros([b, c, k - 1], (&g.device(), g.dtype()));
+        let g_pad = Tensor::cat(vec![g, right], 2);
+        let flipped = w.flip([0]).swap_dims(0, 1).reshape([c, 1, k]);
+        let gx = conv1d(g_pad.clone(), flipped, None, ConvOptions::new([1], [0], [1], c)).swap_dims(1, 2);
+        let x_pad = Tensor::cat(vec![Tensor::zeros([b, k - 1, c], (&x.device(), x.dtype())), x], 1);
+        let g = g_pad.narrow(2, 0, t).swap_dims(1, 2); // [B, T, C]
+        let rows: Vec<Tensor<B, 2>> =
+            (0..k).map(|j| (g.clone() * x_pad.clone().narrow(1, j, t)).sum_dim(0).sum_dim(1).reshape([1, c])).collect();
+        (gx, Tensor::cat(rows, 0))
+    }
+
+    pub fn scale_channels<B: Backend>(x: Tensor<B, 3>, gate: Tensor<B, 2>) -> Tensor<B, 3> {
+        x * gate.unsqueeze_dim(1)
+    }
+
+    pub fn key_biased_softmax<B: Backend>(scores: Tensor<B, 4>, bias: Tensor<B, 2>) -> Tensor<B, 4> {
+        let [b, _, _, k] = scores.dims();
+        burn::tensor::activation::softmax(scores + bias.reshape([b, 1, 1, k]), 3)
+    }
+
+    pub fn split_heads<B: Backend>(x: Tensor<B, 3>, heads: usize) -> Tensor<B, 4> {
+        let [b, t, d] = x.dims();
+        x.reshape([b, t, heads, d / heads]).swap_dims(1, 2)
+    }
+
+    pub fn merge_heads<B: Backend>(x: Tensor<B, 4>) -> Tensor<B, 3> {
+        let [b, h, t, hd] = x.dims();
+        x.swap_dims(1, 2).reshape([b, t, h * hd])
+    }
+
+    pub fn channel_stats<B: Backend>(x: Tensor<B, 2>) -> Tensor<B, 2> {
+        let mean = x.clone().mean_dim(0);
+        let var = (x - mean.clone()).square().mean_dim(0);
+        Tensor::cat(vec![mean, var], 0)
+    }
+
+    fn split<B: Backend>(stats: Tensor<B, 2>) -> (Tensor<B, 2>, Tensor<B, 2>) {
+        (stats.clone().narrow(0, 0, 1), stats.narrow(0, 1, 1))
+    }
+
+    pub fn channel_norm<B: Backend>(
+        x: Tensor<B, 2>,
+        stats: Tensor<B, 2>,
+        gamma: Tensor<B, 1>,
+        beta: Tensor<B, 1>,
+    ) -> Tensor<B, 2> {
+        let (mean, var) = split(stats);
+        let scale = var.add_scalar(NORM_EPS).sqrt().recip() * gamma.unsqueeze_dim(0);
+        (x - mean) * scale + beta.unsqueeze_dim(0)
+    }
+
+    pub fn channel_norm_backward<B: Backend>(
+        x: Tensor<B, 2>,
+        stats: Tensor<B, 2>,
+        gamma: Tensor<B, 1>,
+        grad: Tensor<B, 2>,
+    ) -> (Tensor<B, 2>, Tensor<B, 1>, Tensor<B, 1>) {
+        let n = x.dims()[0] as f64;
+        let (mean, var) = split(stats);
+        let inv = var.add_scalar(NORM_EPS).sqrt().recip();
+        let xhat = (x - mean) * inv.clone();
+        let sum_g = grad.clone().sum_dim(0);
+        let sum_gx = (grad.clone() * xhat.clone()).sum_dim(0);
+        let scale = inv * gamma.unsqueeze_dim(0);
+        let gx = (grad - sum_g.clone().div_scalar(n) - xhat * sum_gx.clone().div_scalar(n)) * scale;
+        (gx, sum_gx.squeeze_dim(0), sum_g.squeeze_dim(0))
+    }
+}
+
+/// The host loops: contiguous rows of `C` floats, rows split over rayon's threads. Row work is
+/// written as slice zips so the compiler vectorizes it.
+mod host {
+    use rayon::prelude::*;
+
+    use super::NORM_EPS;
+
+    /// Rows per rayon task: enough work to amortize the scheduling.
+    const MIN_ROWS: usize = 16;
+
+    #[inline]
+    fn axpy(out: &mut [f32], a: &[f32], b: &[f32]) {
+        for ((o, a), b) in out.iter_mut().zip(a).zip(b) {
+            *o += a * b;
+        }
+    }
+
+    pub fn dwconv_forward(x: &[f32], w: &[f32], _b: usize, t: usize, c: usize, k: usize) -> Vec<f32> {
+        let mut out = vec![0.0f32; x.len()];
+        out.par_chunks_mut(c).with_min_len(MIN_ROWS).enumerate().for_each(|(row, o)| {
+            let (bi, ti) = (row / t, row % t);
+            let base = bi * t;
+            // Input frame ti - k + 1 + j for j in j0..k (frames before 0 are zero padding).
+            let j0 = (k - 1).saturating_sub(ti);
+            for j in j0..k {
+                let src = base + ti + j + 1 - k;
+                axpy(o, &w[j * c..(j + 1) * c], &x[src * c..(src + 1) * c]);
+            }
+        });
+        out
+    }
+
+    pub fn dwconv_backward(
+        x: &[f32],
+        w: &[f32],
+        g: &[f32],
+        b: usize,
+        t: usize,
+        c: usize,
+        k: usize,
+    ) -> (Vec<f32>, Vec<f32>) {
+        // dx[s] = sum_j w[j] * g[s + k - 1 - j] over output frames that exist.
+        let mut gx = vec![0.0f32; x.len()];
+        gx.par_chunks_mut(c).with_min_len(MIN_ROWS).enumerate().for_each(|(row, o)| {
+            let (bi, si) = (row / t, row % t);
+            let base = bi * t;
+            let j0 = (si + k).saturating_sub(t);
+            for j in j0..k {
+                let dst = base + si + k - 1 - j;
+                axpy(o, &w[j * c..(j + 1) * c], &g[dst * c..(dst + 1) * c]);
+            }
+        });
+        // dw[j] = sum over (b, t) of g[t] * x[t - k + 1 + j]; per-sequence partial sums.
+        let gw = (0..b)
+            .into_par_iter()
+            .fold(
+                || vec![0.0f32; k * c],
+                |mut acc, bi| {
+                    let base = bi * t;
+                    for ti in 0..t {
+                        let gr = &g[(base + ti) * c..(base + ti + 1) * c];
+                        for j in (k - 1).saturating_sub(ti)..k {
+                            let src = base + ti + j + 1 - k;
+                            axpy(&mut acc[j * c..(j + 1) * c], gr, &x[src * c..(src + 1) * c]);
+                        }
+                    }
+                    acc
+                },
+            )
+            .reduce(
+                || vec![0.0f32; k * c],
+                |mut a, b| {
+                    a.iter_mut().zip(&b).for_each(|(a, b)| *a += b);
+                    a
+                },
+            );
+        (gx, gw)
+    }
+
+    pub fn scale_channels(x: &[f32], gate: &[f32], _b: usize, t: usize, c: usize) -> Vec<f32> {
+        let mut out = vec![0.0f32; x.len()];
+        out.par_chunks_mut(c).zip(x.par_chunks(c)).with_min_len(MIN_ROWS).enumerate().for_each(|(row, (o, xr))| {
+            let g = &gate[(row / t) * c..(row / t + 1) * c];
+            for ((o, v), g) in o.iter_mut().zip(xr).zip(g) {
+                *o = v * g;
+            }
+        });
+        out
+    }
+
+    /// `out[b, c] = sum_t a[b, t, c] * x[b, t, c]`.
+    pub fn channel_dot(a: &[f32], x: &[f32], b: usize, t: usize, c: usize) -> Vec<f32> {
+        let mut out = vec![0.0f32; b * c];
+        out.par_chunks_mut(c).enumerate().for_each(|(bi, o)| {
+            for ti in 0..t {
+                let r = (bi * t + ti) * c;
+                axpy(o, &a[r..r + c], &x[r..r + c]);
+            }
+        });
+        out
+    }
+
+    /// Softmax of each row of `k` scores plus the row's sample bias (`rows_per_sample` rows per
+    /// sample).
+    pub fn key_biased_softmax(s: &[f32], bias: &[f32], _b: usize, rows_per_sample: usize, k: usize) -> Vec<f32> {
+        let mut out = vec![0.0f32; s.len()];
+        out.par_chunks_mut(k).zip(s.par_chunks(k)).with_min_len(MIN_ROWS).enumerate().for_each(|(row, (o, sr))| {
+            let bi = row / rows_per_sample;
+            let br = &bias[bi * k..(bi + 1) * k];
+            let mut max = f32::NEG_INFINITY;
+            for ((o, v), bv) in o.iter_mut().zip(sr).zip(br) {
+                *o = v + bv;
+                max = max.max(*o);
+            }
+            let mut sum = 0.0f32;
+            for o in o.iter_mut() {
+                *o = (*o - max).exp();
+                sum += *o;
+            }
+            let inv = 1.0 / sum;
+            o.iter_mut().for_each(|o| *o *= inv);
+        });
+        out
+    }
+
+    pub fn softmax_backward(y: &[f32], g: &[f32], _rows: usize, k: usize) -> Vec<f32> {
+        let mut out = vec![0.0f32; y.len()];
+        out.par_chunks_mut(k).zip(y.par_chunks(k).zip(g.par_chunks(k))).with_min_len(MIN_ROWS).for_each(
+            |(o, (yr, gr))| {
+                let dot: f32 = yr.iter().zip(gr).map(|(a, b)| a * b).sum();
+                for ((o, y), g) in o.iter_mut().zip(yr).zip(gr) {
+                    *o = y * (g - dot);
+                }
+            },
+        );
+        out
+    }
+
+    /// `[a, b, c, d]` -> `[a, c, b, d]` (rows of `d` floats moved whole).
+    pub fn permute_0213(x: &[f32], _a: usize, b: usize, c: usize, d: usize) -> Vec<f32> {
+        let mut out = vec![0.0f32; x.len()];
+        // Output row (ai, ci, bi) of d floats comes from input row (ai, bi, ci).
+        out.par_chunks_mut(d.max(1)).with_min_len(64).enumerate().for_each(|(row, o)| {
+            let (ai, rest) = (row / (c * b), row % (c * b));
+            let (ci, bi) = (rest / b, rest % b);
+            let src = ((ai * b + bi) * c + ci) * d;
+            o.copy_from_slice(&x[src..src + d]);
+        });
+        out
+    }
+
+    /// Per-channel sums of `f(row)` over all rows, in f64 for stable statistics.
+    fn column_sums(n: usize, c: usize, f: impl Fn(usize, &mut [f64]) + Sync) -> Vec<f64> {
+        let chunk = n.div_ceil(rayon::current_num_threads().max(1) * 4).max(MIN_ROWS);
+        (0..n.div_ceil(chunk))
+            .into_par_iter()
+            .map(|ci| {
+                let mut acc = vec![0.0f64; c];
+                for row in ci * chunk..((ci + 1) * chunk).min(n) {
+                    f(row, &mut acc);
+                }
+                acc
+            })
+            .reduce(
+                || vec![0.0f64; c],
+                |mut a, b| {
+                    a.iter_mut().zip(&b).for_each(|(a, b)| *a += b);
+                    a
+                },
+            )
+    }
+
+    pub fn stats(x: &[f32], n: usize, c: usize) -> Vec<f32> {
+        let sums =
+            column_sums(n, c, |r, acc| acc.iter_mut().zip(&x[r * c..(r + 1) * c]).for_each(|(a, v)| *a += *v as f64));
+        let mean: Vec<f64> = sums.iter().map(|s| s / n.max(1) as f64).collect();
+        let sq = column_sums(n, c, |r, acc| {
+            acc.iter_mut().zip(&x[r * c..(r + 1) * c]).zip(&mean).for_each(|((a, v), m)| {
+                let d = *v as f64 - m;
+                *a += d * d;
+            })
+        });
+        let mut out: Vec<f32> = mean.iter().map(|m| *m as f32).collect();
+        out.extend(sq.iter().map(|s| (s / n.max(1) as f64) as f32));
+        out
+    }
+
+    fn scale_shift(stats: &[f32], gamma: &[f32], c: usize) -> (Vec<f32>, Vec<f32>) {
+        let inv: Vec<f32> = stats[c..2 * c].iter().map(|v| 1.0 / (*v as f64 + NORM_EPS).sqrt() as f32).collect();
+        let scale: Vec<f32> = inv.iter().zip(gamma).map(|(i, g)| i * g).collect();
+        (inv, scale)
+    }
+
+    pub fn normalize(x: &[f32], stats: &[f32], gamma: &[f32], beta: &[f32], _n: usize, c: usize) -> Vec<f32> {
+        let mean = &stats[..c];
+        let (_, scale) = scale_shift(stats, gamma, c);
+        // y = x * scale + (beta - mean * scale)
+        let shift: Vec<f32> = beta.iter().zip(mean).zip(&scale).map(|((b, m), s)| b - m * s).collect();
+        let mut out = vec![0.0f32; x.len()];
+        out.par_chunks_mut(c).zip(x.par_chunks(c)).with_min_len(MIN_ROWS).for_each(|(o, xr)| {
+            for (((o, v), s), h) in o.iter_mut().zip(xr).zip(&scale).zip(&shift) {
+                *o = v * s + h;
+            }
+        });
+        out
+    }
+
+    pub fn normalize_backward(
+        x: &[f32],
+        stats: &[f32],
+        gamma: &[f32],
+        g: &[f32],
+        n: usize,
+        c: usize,
+    ) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+        let mean = &stats[..c];
+        let (inv, scale) = scale_shift(stats, gamma, c);
+        let sum_g =
+            column_sums(n, c, |r, acc| acc.iter_mut().zip(&g[r * c..(r + 1) * c]).for_each(|(a, v)| *a += *v as f64));
+        let sum_gx = column_sums(n, c, |r, acc| {
+            let (xr, gr) = (&x[r * c..(r + 1) * c], &g[r * c..(r + 1) * c]);
+            for ((((a, xv), gv), m), i) in acc.iter_mut().zip(xr).zip(gr).zip(mean).zip(&inv) {
+                *a += (*gv as f64) * ((xv - m) * i) as f64;
+            }
+        });
+        let nf = n.max(1) as f64;
+        let mg: Vec<f32> = sum_g.iter().map(|s| (s / nf) as f32).collect();
+        let mgx: Vec<f32> = sum_gx.iter().map(|s| (s / nf) as f32).collect();
+        let mut gx = vec![0.0f32; x.len()];
+        gx.par_chunks_mut(c).zip(x.par_chunks(c).zip(g.par_chunks(c))).with_min_len(MIN_ROWS).for_each(
+            |(o, (xr, gr))| {
+                for i in 0..c {
+                    let xhat = (xr[i] - mean[i]) * inv[i];
+                    o[i] = (gr[i] - mg[i] - xhat * mgx[i]) * scale[i];
+                }
+            },
+        );
+        (gx, sum_gx.iter().map(|v| *v as f32).collect(), sum_g.iter().map(|v| *v as f32).collect())
+    }
+}

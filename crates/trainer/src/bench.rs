@@ -1,0 +1,232 @@
+//! `trainer bench`: training-step and inference speed of the configured model on random data of
+//! a fixed shape, phase by phase, the Burn half of the side-by-side comparison with PyTorch
+//! (`benches/reference/compare.py`; the PyTorch half is `benches/reference/reference_model.py`,
+//! which prints the same fields).
+//!
+//! The model, optimizer and precision come from the resolved experiment config, so the same
+//! command measures any architecture; the shape (batch, frames, features, classes) comes from
+//! flags because it must match the other side exactly.
+
+use std::time::Instant;
+
+use burn::module::{AutodiffModule, Module};
+use burn::nn::loss::CrossEntropyLossConfig;
+use burn::optim::GradientsParams;
+use burn::prelude::Backend;
+use burn::tensor::{Bool, Distribution, FloatDType, Int, Tensor, TensorData};
+use device::Precision;
+use models::precision::Materialize;
+use models::SignModel;
+use serde::Serialize;
+
+use crate::config::ExperimentConfig;
+use crate::optim::Optim;
+use crate::{InnerBackend, Result, TrainBackend};
+
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    pub batch: usize,
+    pub frames: usize,
+    pub features: usize,
+    pub classes: usize,
+    /// Timed training steps (after two warm-up steps).
+    pub steps: usize,
+    /// Timed batch-1 forward passes (after ten warm-up passes).
+    pub latency_runs: usize,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        Self { batch: 64, frames: 64, features: 469, classes: 250, steps: 10, latency_runs: 100 }
+    }
+}
+
+/// Field names match `reference_model.py`'s JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchReport {
+    pub framework: String,
+    pub device: String,
+    pub precision: String,
+    pub model: String,
+    pub trainable_params: usize,
+    pub batch: usize,
+    pub frames: usize,
+    pub features: usize,
+    pub classes: usize,
+    pub train_step_ms: f64,
+    pub forward_ms: f64,
+    pub backward_ms: f64,
+    pub optimizer_ms: f64,
+    pub train_samples_per_s: f64,
+    pub infer_b1_p50_ms: f64,
+    pub infer_b1_p90_ms: f64,
+    pub infer_batch_ms: f64,
+    pub infer_batch_samples_per_s: f64,
+}
+
+impl BenchReport {
+    pub fn render(&self) -> String {
+        format!(
+            "{} on {} ({}), {} with {} trainable parameters\n\
+             shape: batch {} x {} frames x {} features, {} classes\n\
+             train step   {:>9.1} ms  ({:.1} samples/s): forward {:.1} ms, backward {:.1} ms, optimizer {:.1} ms\n\
+             infer batch 1  p50 {:.2} ms, p90 {:.2} ms\n\
+             infer batch {}  {:.1} ms ({:.1} samples/s)\n",
+            self.framework,
+            self.device,
+            self.precision,
+            self.model,
+            self.trainable_params,
+            self.batch,
+            self.frames,
+            self.features,
+            self.classes,
+            self.train_step_ms,
+            self.train_samples_per_s,
+            self.forward_ms,
+            self.backward_ms,
+            self.optimizer_ms,
+            self.infer_b1_p50_ms,
+            self.infer_b1_p90_ms,
+            self.batch,
+            self.infer_batch_ms,
+            self.infer_batch_samples_per_s,
+        )
+    }
+}
+
+/// Sample `b` has `b % 24` padded frames (at most `frames - 1`): the padding pattern of the
+/// PyTorch side.
+fn pad_mask_host(batch: usize, frames: usize) -> Vec<bool> {
+    let mut m = vec![false; batch * frames];
+    for b in 0..batch {
+        let n = (b % 24).min(frames - 1);
+        for t in frames - n..frames {
+            m[b * frames + t] = true;
+        }
+    }
+    m
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v[v.len() / 2]
+}
+
+fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v[((p / 100.0 * (v.len() - 1) as f64).round() as usize).min(v.len() - 1)]
+}
+
+pub fn bench(cfg: &ExperimentConfig, opts: &BenchOptions) -> Result<BenchReport> {
+    if opts.batch == 0 || opts.frames == 0 || opts.features == 0 || opts.classes == 0 {
+        return Err(crate::TrainError::Invalid(format!(
+            "bench shape must be positive, got batch {} frames {} features {} classes {}",
+            opts.batch, opts.frames, opts.features, opts.classes
+        )));
+    }
+    let _guard = crate::train::run_lock();
+    let selected = device::resolve(&cfg.device.device, &cfg.device.policy())?;
+    let device = selected.device.clone();
+    let rp = crate::amp::resolve_precision(cfg.training.precision, &selected.selection.capabilities);
+    let precision = rp.precision;
+    let (b, t, f) = (opts.batch, opts.frames, opts.features);
+
+    TrainBackend::seed(&device, cfg.training.seed);
+    let mut model: SignModel<TrainBackend> =
+        cfg.model.init::<TrainBackend>(f, opts.classes, &device).map(&mut Materialize);
+    let trainable_params = models::trainable_params(&model);
+    let mut optim = Optim::new(&cfg.optimizer);
+    let loss_fn = CrossEntropyLossConfig::new().init::<TrainBackend>(&device);
+    let dtype = (precision != Precision::F32).then(|| precision.float_dtype());
+    let x = Tensor::<TrainBackend, 3>::random([b, t, f], Distribution::Normal(0.0, 1.0), &device);
+    let mask = Tensor::<TrainBackend, 2, Bool>::from_data(TensorData::new(pad_mask_host(b, t), [b, t]), &device);
+    let labels_host: Vec<i64> = (0..b as i64).map(|i| i % opts.classes as i64).collect();
+    let labels = Tensor::<TrainBackend, 1, Int>::from_data(TensorData::new(labels_host, [b]), &device);
+
+    let (mut fwd, mut bwd, mut opt) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..opts.steps + 2 {
+        device::memory::sync(&device);
+        let t0 = Instant::now();
+        let compute = match dtype {
+            Some(dt) => models::precision::cast_for_compute(model.clone(), dt),
+            None => model.clone(),
+        };
+        let inputs = match dtype {
+            Some(dt) => x.clone().cast(dt),
+            None => x.clone(),
+        };
+        let logits = compute.forward(inputs, mask.clone()).cast(FloatDType::F32);
+        let loss = loss_fn.forward(logits, labels.clone());
+        device::memory::sync(&device);
+        let t1 = Instant::now();
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        device::memory::sync(&device);
+        let t2 = Instant::now();
+        model = optim.step(1e-4, model, grads);
+        device::memory::sync(&device);
+        let t3 = Instant::now();
+        if i >= 2 {
+            fwd.push((t1 - t0).as_secs_f64() * 1e3);
+            bwd.push((t2 - t1).as_secs_f64() * 1e3);
+            opt.push((t3 - t2).as_secs_f64() * 1e3);
+        }
+    }
+    let total: Vec<f64> = fwd.iter().zip(&bwd).zip(&opt).map(|((a, b), c)| a + b + c).collect();
+    let step_ms = median(total);
+
+    let infer: SignModel<InnerBackend> = match dtype {
+        Some(dt) => models::precision::cast_for_compute(model.valid(), dt),
+        None => model.valid(),
+    };
+    let x_inner = x.inner();
+    let x_inner = match dtype {
+        Some(dt) => x_inner.cast(dt),
+        None => x_inner,
+    };
+    let x1 = x_inner.clone().narrow(0, 0, 1);
+    let m1 = Tensor::<InnerBackend, 2, Bool>::from_data(TensorData::new(vec![false; t], [1, t]), &device);
+    let mut lat = Vec::new();
+    for i in 0..opts.latency_runs + 10 {
+        let t0 = Instant::now();
+        let _ = infer.forward(x1.clone(), m1.clone()).into_data();
+        if i >= 10 {
+            lat.push(t0.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    let mut big = Vec::new();
+    for i in 0..5 {
+        let t0 = Instant::now();
+        let _ = infer.forward(x_inner.clone(), mask.clone().inner()).into_data();
+        if i >= 1 {
+            big.push(t0.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    let big_ms = median(big);
+    Ok(BenchReport {
+        framework: format!("SignFlow (Burn 0.21, {} backend)", device::backend_name(&device)),
+        device: selected.selection.name.clone(),
+        precision: precision.to_string(),
+        model: cfg.model.kind().to_string(),
+        trainable_params,
+        batch: b,
+        frames: t,
+        features: f,
+        classes: opts.classes,
+        train_step_ms: step_ms,
+        forward_ms: median(fwd),
+        backward_ms: median(bwd),
+        optimizer_ms: median(opt),
+        train_samples_per_s: b as f64 / step_ms * 1e3,
+        infer_b1_p50_ms: percentile(lat.clone(), 50.0),
+        infer_b1_p90_ms: percentile(lat, 90.0),
+        infer_batch_ms: big_ms,
+        infer_batch_samples_per_s: b as f64 / big_ms * 1e3,
+    })
+}
