@@ -1,0 +1,93 @@
+//! Training step and inference of every model on the CPU backend at the reference shape
+//! (batch 64, 64 frames, 469 features, 250 classes; sample `b` has `b % 24` padded frames):
+//!
+//! - `train/<model>/forward`: forward + cross-entropy with autodiff tracking;
+//! - `train/<model>/forward_backward`: the above plus `backward()`;
+//! - `train/<model>/step`: forward, backward and the AdamW update (the trainer's `Optim`);
+//! - `infer/<model>/batch1` and `infer/<model>/batch64`: forward without autodiff, read back.
+//!
+//! `cargo bench -p trainer --bench train_infer` (add `-- --quick` for a rougher, faster pass).
+//! The side-by-side comparison with PyTorch is `python3 benches/reference/compare.py`.
+
+use burn::module::{AutodiffModule, Module};
+use burn::nn::loss::CrossEntropyLossConfig;
+use burn::optim::GradientsParams;
+use burn::tensor::{Bool, Distribution, Int, Tensor, TensorData};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use models::precision::Materialize;
+use models::{ConvTransformerConfig, GruModelConfig, ModelConfig, SignModel, TransformerConfig};
+use trainer::config::OptimizerConfig;
+use trainer::optim::Optim;
+use trainer::{InnerBackend, TrainBackend};
+
+const BATCH: usize = 64;
+const FRAMES: usize = 64;
+const FEATURES: usize = 469;
+const CLASSES: usize = 250;
+
+fn mask_host(batch: usize) -> Vec<bool> {
+    let mut m = vec![false; batch * FRAMES];
+    for b in 0..batch {
+        for t in FRAMES - (b % 24)..FRAMES {
+            m[b * FRAMES + t] = true;
+        }
+    }
+    m
+}
+
+fn bench(c: &mut Criterion) {
+    let device = device::dispatch_device(&device::Target::Cpu).unwrap();
+    let configs = [
+        ModelConfig::ConvTransformer(ConvTransformerConfig::default()),
+        ModelConfig::Transformer(TransformerConfig::default()),
+        ModelConfig::Gru(GruModelConfig::default()),
+    ];
+    for cfg in configs {
+        let kind = cfg.kind();
+        let mut g = c.benchmark_group(format!("train/{kind}"));
+        g.sample_size(10);
+        g.throughput(Throughput::Elements(BATCH as u64));
+        let model: SignModel<TrainBackend> = cfg.init::<TrainBackend>(FEATURES, CLASSES, &device).map(&mut Materialize);
+        let x = Tensor::<TrainBackend, 3>::random([BATCH, FRAMES, FEATURES], Distribution::Normal(0.0, 1.0), &device);
+        let mask =
+            Tensor::<TrainBackend, 2, Bool>::from_data(TensorData::new(mask_host(BATCH), [BATCH, FRAMES]), &device);
+        let labels = Tensor::<TrainBackend, 1, Int>::arange(0..BATCH as i64, &device);
+        let loss_fn = CrossEntropyLossConfig::new().init::<TrainBackend>(&device);
+        // Flex executes eagerly: when an op returns, its work is done (no device sync needed).
+        g.bench_function("forward", |b| {
+            b.iter(|| loss_fn.forward(model.forward(x.clone(), mask.clone()), labels.clone()).into_scalar())
+        });
+        g.bench_function("forward_backward", |b| {
+            b.iter(|| loss_fn.forward(model.forward(x.clone(), mask.clone()), labels.clone()).backward())
+        });
+        let mut optim = Optim::new(&OptimizerConfig::default());
+        let mut m = Some(model.clone());
+        g.bench_function("step", |b| {
+            b.iter(|| {
+                let model = m.take().unwrap();
+                let loss = loss_fn.forward(model.forward(x.clone(), mask.clone()), labels.clone());
+                let grads = GradientsParams::from_grads(loss.backward(), &model);
+                m = Some(optim.step(1e-4, model, grads));
+            })
+        });
+        g.finish();
+
+        let mut g = c.benchmark_group(format!("infer/{kind}"));
+        g.sample_size(20);
+        let infer: SignModel<InnerBackend> = model.valid();
+        for batch in [1, BATCH] {
+            let x =
+                Tensor::<InnerBackend, 3>::random([batch, FRAMES, FEATURES], Distribution::Normal(0.0, 1.0), &device);
+            let mask =
+                Tensor::<InnerBackend, 2, Bool>::from_data(TensorData::new(mask_host(batch), [batch, FRAMES]), &device);
+            g.throughput(Throughput::Elements(batch as u64));
+            g.bench_function(format!("batch{batch}"), |b| {
+                b.iter(|| infer.forward(x.clone(), mask.clone()).into_data())
+            });
+        }
+        g.finish();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
