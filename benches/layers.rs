@@ -81,6 +81,15 @@ fn layers(c: &mut Criterion) {
     );
     pair(
         c,
+        "silu_384",
+        wide,
+        |_| burn::nn::Dropout { prob: 0.0 },
+        |_| burn::nn::Dropout { prob: 0.0 },
+        |_, x, _| burn::tensor::activation::silu(x),
+        |_, x, _| burn::tensor::activation::silu(x),
+    );
+    pair(
+        c,
         "channel_norm_384",
         wide,
         |d| ChannelNorm::<B>::new(wide, 0.05, d),
@@ -94,8 +103,8 @@ fn layers(c: &mut Criterion) {
         wide,
         |d| CausalDepthwiseConv::<B>::new(wide, cf.kernel, d),
         |d| CausalDepthwiseConv::<AD>::new(wide, cf.kernel, d),
-        |m, x, _| m.forward(x.swap_dims(1, 2)).swap_dims(1, 2),
-        |m, x, _| m.forward(x.swap_dims(1, 2)).swap_dims(1, 2),
+        |m, x, _| m.forward(x),
+        |m, x, _| m.forward(x),
     );
     pair(
         c,

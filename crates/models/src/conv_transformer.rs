@@ -4,7 +4,6 @@
 use crate::kernels::Kernels;
 use burn::module::Module;
 use burn::nn::{Dropout, DropoutConfig, Linear, LinearConfig};
-use burn::tensor::activation::silu;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Tensor};
 use serde::{Deserialize, Serialize};
@@ -76,7 +75,7 @@ impl<B: Kernels> ConvBlock<B> {
     /// # Shapes
     /// - x: `[batch, time, dim]`, pad_mask `[batch, time]` -> `[batch, time, dim]`
     pub fn forward(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
-        let h = silu(linear_rows(&self.expand, x.clone()));
+        let h = crate::kernels::ops::silu(linear_rows(&self.expand, x.clone()));
         let h = self.dwconv.forward(h);
         let h = self.norm.forward(h);
         let h = self.eca.forward(h, pad_mask);
@@ -112,7 +111,10 @@ impl<B: Kernels> TransformerBlock<B> {
     pub fn forward(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
         let h = self.attention.forward(self.norm1.forward(x.clone()), pad_mask);
         let x = x + self.drop_path.forward(h);
-        let h = linear_rows(&self.ffn_out, silu(linear_rows(&self.ffn_in, self.norm2.forward(x.clone()))));
+        let h = linear_rows(
+            &self.ffn_out,
+            crate::kernels::ops::silu(linear_rows(&self.ffn_in, self.norm2.forward(x.clone()))),
+        );
         x + self.drop_path.forward(h)
     }
 }

@@ -76,6 +76,26 @@ pub trait Kernels: Backend {
         (unwrap(gx), unwrap(gw))
     }
 
+    /// SiLU, `x * sigmoid(x)`, in one pass (Burn composes it from several single-threaded passes).
+    fn silu<const D: usize>(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        let x = wrap::<Self, D>(x);
+        if host_ok(&x) {
+            let out = host::silu(&host_vec(&x));
+            return unwrap(Tensor::<Self, D>::from_data(TensorData::new(out, x.shape()), &x.device()));
+        }
+        unwrap(burn::tensor::activation::silu(x))
+    }
+
+    /// Gradient of [`Kernels::silu`]: `grad * s * (1 + x * (1 - s))` with `s = sigmoid(x)`.
+    fn silu_backward<const D: usize>(x: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
+        let (x, g) = (wrap::<Self, D>(x), wrap::<Self, D>(grad));
+        if host_ok(&x) && host_ok(&g) {
+            let out = host::silu_backward(&host_vec(&x), &host_vec(&g));
+            return unwrap(Tensor::<Self, D>::from_data(TensorData::new(out, x.shape()), &x.device()));
+        }
+        unwrap(reference::silu_backward(x, g))
+    }
+
     /// `x * gate` with one gate per (sample, channel) shared by all frames (ECA): Flex has no
     /// fast path for a `[B, 1, C]` broadcast and walks it element by element.
     ///
@@ -298,6 +318,28 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
         }
     }
 
+    fn silu<const D: usize>(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        #[derive(Debug)]
+        struct Silu<const D: usize>;
+        impl<B: Kernels, const D: usize> Backward<B, 1> for Silu<D> {
+            type State = FloatTensor<B>;
+            fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+                let [px] = ops.parents;
+                let grad = grads.consume::<B>(&ops.node);
+                if let Some(node) = px {
+                    grads.register::<B>(node.id, B::silu_backward::<D>(ops.state, grad));
+                }
+            }
+        }
+        match Silu::<D>.prepare::<C>([x.node.clone()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => {
+                let out = B::silu::<D>(x.primitive.clone());
+                prep.finish(x.primitive, out)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::silu::<D>(x.primitive)),
+        }
+    }
+
     fn scale_channels(x: FloatTensor<Self>, gate: FloatTensor<Self>) -> FloatTensor<Self> {
         #[derive(Debug)]
         struct Scale;
@@ -443,6 +485,11 @@ pub mod ops {
         wrap(B::causal_dwconv(unwrap(x), unwrap(w)))
     }
 
+    /// See [`Kernels::silu`].
+    pub fn silu<B: Kernels, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+        wrap(B::silu::<D>(unwrap(x)))
+    }
+
     /// See [`Kernels::scale_channels`].
     pub fn scale_channels<B: Kernels>(x: Tensor<B, 3>, gate: Tensor<B, 2>) -> Tensor<B, 3> {
         wrap(B::scale_channels(unwrap(x), unwrap(gate)))
@@ -517,6 +564,12 @@ pub mod reference {
         (gx, Tensor::cat(rows, 0))
     }
 
+    pub fn silu_backward<B: Backend, const D: usize>(x: Tensor<B, D>, grad: Tensor<B, D>) -> Tensor<B, D> {
+        let s = burn::tensor::activation::sigmoid(x.clone());
+        let one_minus = s.clone().neg().add_scalar(1.0);
+        grad * s * (x * one_minus).add_scalar(1.0)
+    }
+
     pub fn scale_channels<B: Backend>(x: Tensor<B, 3>, gate: Tensor<B, 2>) -> Tensor<B, 3> {
         x * gate.unsqueeze_dim(1)
     }
@@ -582,8 +635,43 @@ mod host {
 
     use super::NORM_EPS;
 
-    /// Rows per rayon task: enough work to amortize the scheduling.
-    const MIN_ROWS: usize = 16;
+    /// Below this many output floats a loop runs on the calling thread: handing a few rows to
+    /// rayon's pool costs more than it saves (batch-1 inference is mostly such calls).
+    const PAR_ELEMS: usize = 1 << 15;
+
+    /// Fills `out` row by row (`row` floats each) with `f(row_index, row)`, in parallel when large.
+    fn rows_mut(out: &mut [f32], row: usize, f: impl Fn(usize, &mut [f32]) + Sync + Send) {
+        let row = row.max(1);
+        if out.len() < PAR_ELEMS {
+            out.chunks_mut(row).enumerate().for_each(|(i, o)| f(i, o));
+        } else {
+            let min_rows = (PAR_ELEMS / 4 / row).max(1);
+            out.par_chunks_mut(row).with_min_len(min_rows).enumerate().for_each(|(i, o)| f(i, o));
+        }
+    }
+
+    /// Sum of `f(task)` over `tasks` accumulators of `len` floats (f64), in parallel when large.
+    fn sum_tasks(tasks: usize, len: usize, work: usize, f: impl Fn(usize, &mut [f64]) + Sync + Send) -> Vec<f64> {
+        let add = |mut a: Vec<f64>, b: Vec<f64>| {
+            a.iter_mut().zip(&b).for_each(|(a, b)| *a += b);
+            a
+        };
+        if work < PAR_ELEMS {
+            let mut acc = vec![0.0f64; len];
+            (0..tasks).for_each(|i| f(i, &mut acc));
+            return acc;
+        }
+        (0..tasks)
+            .into_par_iter()
+            .fold(
+                || vec![0.0f64; len],
+                |mut acc, i| {
+                    f(i, &mut acc);
+                    acc
+                },
+            )
+            .reduce(|| vec![0.0f64; len], add)
+    }
 
     #[inline]
     fn axpy(out: &mut [f32], a: &[f32], b: &[f32]) {
@@ -592,14 +680,20 @@ mod host {
         }
     }
 
+    #[inline]
+    fn axpy64(out: &mut [f64], a: &[f32], b: &[f32]) {
+        for ((o, a), b) in out.iter_mut().zip(a).zip(b) {
+            *o += (a * b) as f64;
+        }
+    }
+
     pub fn dwconv_forward(x: &[f32], w: &[f32], _b: usize, t: usize, c: usize, k: usize) -> Vec<f32> {
         let mut out = vec![0.0f32; x.len()];
-        out.par_chunks_mut(c).with_min_len(MIN_ROWS).enumerate().for_each(|(row, o)| {
+        rows_mut(&mut out, c, |row, o| {
             let (bi, ti) = (row / t, row % t);
             let base = bi * t;
             // Input frame ti - k + 1 + j for j in j0..k (frames before 0 are zero padding).
-            let j0 = (k - 1).saturating_sub(ti);
-            for j in j0..k {
+            for j in (k - 1).saturating_sub(ti)..k {
                 let src = base + ti + j + 1 - k;
                 axpy(o, &w[j * c..(j + 1) * c], &x[src * c..(src + 1) * c]);
             }
@@ -618,47 +712,56 @@ mod host {
     ) -> (Vec<f32>, Vec<f32>) {
         // dx[s] = sum_j w[j] * g[s + k - 1 - j] over output frames that exist.
         let mut gx = vec![0.0f32; x.len()];
-        gx.par_chunks_mut(c).with_min_len(MIN_ROWS).enumerate().for_each(|(row, o)| {
+        rows_mut(&mut gx, c, |row, o| {
             let (bi, si) = (row / t, row % t);
             let base = bi * t;
-            let j0 = (si + k).saturating_sub(t);
-            for j in j0..k {
+            for j in (si + k).saturating_sub(t)..k {
                 let dst = base + si + k - 1 - j;
                 axpy(o, &w[j * c..(j + 1) * c], &g[dst * c..(dst + 1) * c]);
             }
         });
-        // dw[j] = sum over (b, t) of g[t] * x[t - k + 1 + j]; per-sequence partial sums.
-        let gw = (0..b)
-            .into_par_iter()
-            .fold(
-                || vec![0.0f32; k * c],
-                |mut acc, bi| {
-                    let base = bi * t;
-                    for ti in 0..t {
-                        let gr = &g[(base + ti) * c..(base + ti + 1) * c];
-                        for j in (k - 1).saturating_sub(ti)..k {
-                            let src = base + ti + j + 1 - k;
-                            axpy(&mut acc[j * c..(j + 1) * c], gr, &x[src * c..(src + 1) * c]);
-                        }
-                    }
-                    acc
-                },
-            )
-            .reduce(
-                || vec![0.0f32; k * c],
-                |mut a, b| {
-                    a.iter_mut().zip(&b).for_each(|(a, b)| *a += b);
-                    a
-                },
-            );
-        (gx, gw)
+        // dw[j] = sum over (b, t) of g[t] * x[t - k + 1 + j]; per-sequence partial sums in f64.
+        let gw = sum_tasks(b, k * c, x.len() * k, |bi, acc| {
+            let base = bi * t;
+            for ti in 0..t {
+                let gr = &g[(base + ti) * c..(base + ti + 1) * c];
+                for j in (k - 1).saturating_sub(ti)..k {
+                    let src = base + ti + j + 1 - k;
+                    axpy64(&mut acc[j * c..(j + 1) * c], gr, &x[src * c..(src + 1) * c]);
+                }
+            }
+        });
+        (gx, gw.into_iter().map(|v| v as f32).collect())
+    }
+
+    /// `y = x * sigmoid(x)`.
+    pub fn silu(x: &[f32]) -> Vec<f32> {
+        let mut out = vec![0.0f32; x.len()];
+        rows_mut(&mut out, 1024, |r, o| {
+            for (o, v) in o.iter_mut().zip(&x[r * 1024..]) {
+                *o = v / (1.0 + (-v).exp());
+            }
+        });
+        out
+    }
+
+    /// `dx = g * s * (1 + x * (1 - s))` with `s = sigmoid(x)`.
+    pub fn silu_backward(x: &[f32], g: &[f32]) -> Vec<f32> {
+        let mut out = vec![0.0f32; x.len()];
+        rows_mut(&mut out, 1024, |r, o| {
+            for ((o, v), g) in o.iter_mut().zip(&x[r * 1024..]).zip(&g[r * 1024..]) {
+                let s = 1.0 / (1.0 + (-v).exp());
+                *o = g * s * (1.0 + v * (1.0 - s));
+            }
+        });
+        out
     }
 
     pub fn scale_channels(x: &[f32], gate: &[f32], _b: usize, t: usize, c: usize) -> Vec<f32> {
         let mut out = vec![0.0f32; x.len()];
-        out.par_chunks_mut(c).zip(x.par_chunks(c)).with_min_len(MIN_ROWS).enumerate().for_each(|(row, (o, xr))| {
+        rows_mut(&mut out, c, |row, o| {
             let g = &gate[(row / t) * c..(row / t + 1) * c];
-            for ((o, v), g) in o.iter_mut().zip(xr).zip(g) {
+            for ((o, v), g) in o.iter_mut().zip(&x[row * c..(row + 1) * c]).zip(g) {
                 *o = v * g;
             }
         });
@@ -668,12 +771,18 @@ mod host {
     /// `out[b, c] = sum_t a[b, t, c] * x[b, t, c]`.
     pub fn channel_dot(a: &[f32], x: &[f32], b: usize, t: usize, c: usize) -> Vec<f32> {
         let mut out = vec![0.0f32; b * c];
-        out.par_chunks_mut(c).enumerate().for_each(|(bi, o)| {
+        let work = a.len();
+        let per_sample = |bi: usize, o: &mut [f32]| {
             for ti in 0..t {
                 let r = (bi * t + ti) * c;
                 axpy(o, &a[r..r + c], &x[r..r + c]);
             }
-        });
+        };
+        if work < PAR_ELEMS {
+            out.chunks_mut(c).enumerate().for_each(|(bi, o)| per_sample(bi, o));
+        } else {
+            out.par_chunks_mut(c).enumerate().for_each(|(bi, o)| per_sample(bi, o));
+        }
         out
     }
 
@@ -681,11 +790,11 @@ mod host {
     /// sample).
     pub fn key_biased_softmax(s: &[f32], bias: &[f32], _b: usize, rows_per_sample: usize, k: usize) -> Vec<f32> {
         let mut out = vec![0.0f32; s.len()];
-        out.par_chunks_mut(k).zip(s.par_chunks(k)).with_min_len(MIN_ROWS).enumerate().for_each(|(row, (o, sr))| {
+        rows_mut(&mut out, k, |row, o| {
             let bi = row / rows_per_sample;
             let br = &bias[bi * k..(bi + 1) * k];
             let mut max = f32::NEG_INFINITY;
-            for ((o, v), bv) in o.iter_mut().zip(sr).zip(br) {
+            for ((o, v), bv) in o.iter_mut().zip(&s[row * k..(row + 1) * k]).zip(br) {
                 *o = v + bv;
                 max = max.max(*o);
             }
@@ -702,14 +811,13 @@ mod host {
 
     pub fn softmax_backward(y: &[f32], g: &[f32], _rows: usize, k: usize) -> Vec<f32> {
         let mut out = vec![0.0f32; y.len()];
-        out.par_chunks_mut(k).zip(y.par_chunks(k).zip(g.par_chunks(k))).with_min_len(MIN_ROWS).for_each(
-            |(o, (yr, gr))| {
-                let dot: f32 = yr.iter().zip(gr).map(|(a, b)| a * b).sum();
-                for ((o, y), g) in o.iter_mut().zip(yr).zip(gr) {
-                    *o = y * (g - dot);
-                }
-            },
-        );
+        rows_mut(&mut out, k, |row, o| {
+            let (yr, gr) = (&y[row * k..(row + 1) * k], &g[row * k..(row + 1) * k]);
+            let dot: f32 = yr.iter().zip(gr).map(|(a, b)| a * b).sum();
+            for ((o, y), g) in o.iter_mut().zip(yr).zip(gr) {
+                *o = y * (g - dot);
+            }
+        });
         out
     }
 
@@ -717,7 +825,7 @@ mod host {
     pub fn permute_0213(x: &[f32], _a: usize, b: usize, c: usize, d: usize) -> Vec<f32> {
         let mut out = vec![0.0f32; x.len()];
         // Output row (ai, ci, bi) of d floats comes from input row (ai, bi, ci).
-        out.par_chunks_mut(d.max(1)).with_min_len(64).enumerate().for_each(|(row, o)| {
+        rows_mut(&mut out, d, |row, o| {
             let (ai, rest) = (row / (c * b), row % (c * b));
             let (ci, bi) = (rest / b, rest % b);
             let src = ((ai * b + bi) * c + ci) * d;
@@ -727,24 +835,13 @@ mod host {
     }
 
     /// Per-channel sums of `f(row)` over all rows, in f64 for stable statistics.
-    fn column_sums(n: usize, c: usize, f: impl Fn(usize, &mut [f64]) + Sync) -> Vec<f64> {
-        let chunk = n.div_ceil(rayon::current_num_threads().max(1) * 4).max(MIN_ROWS);
-        (0..n.div_ceil(chunk))
-            .into_par_iter()
-            .map(|ci| {
-                let mut acc = vec![0.0f64; c];
-                for row in ci * chunk..((ci + 1) * chunk).min(n) {
-                    f(row, &mut acc);
-                }
-                acc
-            })
-            .reduce(
-                || vec![0.0f64; c],
-                |mut a, b| {
-                    a.iter_mut().zip(&b).for_each(|(a, b)| *a += b);
-                    a
-                },
-            )
+    fn column_sums(n: usize, c: usize, f: impl Fn(usize, &mut [f64]) + Sync + Send) -> Vec<f64> {
+        let chunk = n.div_ceil(rayon::current_num_threads().max(1) * 4).max(16);
+        sum_tasks(n.div_ceil(chunk), c, n * c, |ci, acc| {
+            for row in ci * chunk..((ci + 1) * chunk).min(n) {
+                f(row, acc);
+            }
+        })
     }
 
     pub fn stats(x: &[f32], n: usize, c: usize) -> Vec<f32> {
@@ -762,7 +859,7 @@ mod host {
         out
     }
 
-    fn scale_shift(stats: &[f32], gamma: &[f32], c: usize) -> (Vec<f32>, Vec<f32>) {
+    fn inv_std_and_scale(stats: &[f32], gamma: &[f32], c: usize) -> (Vec<f32>, Vec<f32>) {
         let inv: Vec<f32> = stats[c..2 * c].iter().map(|v| 1.0 / (*v as f64 + NORM_EPS).sqrt() as f32).collect();
         let scale: Vec<f32> = inv.iter().zip(gamma).map(|(i, g)| i * g).collect();
         (inv, scale)
@@ -770,12 +867,12 @@ mod host {
 
     pub fn normalize(x: &[f32], stats: &[f32], gamma: &[f32], beta: &[f32], _n: usize, c: usize) -> Vec<f32> {
         let mean = &stats[..c];
-        let (_, scale) = scale_shift(stats, gamma, c);
+        let (_, scale) = inv_std_and_scale(stats, gamma, c);
         // y = x * scale + (beta - mean * scale)
         let shift: Vec<f32> = beta.iter().zip(mean).zip(&scale).map(|((b, m), s)| b - m * s).collect();
         let mut out = vec![0.0f32; x.len()];
-        out.par_chunks_mut(c).zip(x.par_chunks(c)).with_min_len(MIN_ROWS).for_each(|(o, xr)| {
-            for (((o, v), s), h) in o.iter_mut().zip(xr).zip(&scale).zip(&shift) {
+        rows_mut(&mut out, c, |row, o| {
+            for (((o, v), s), h) in o.iter_mut().zip(&x[row * c..(row + 1) * c]).zip(&scale).zip(&shift) {
                 *o = v * s + h;
             }
         });
@@ -791,7 +888,7 @@ mod host {
         c: usize,
     ) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
         let mean = &stats[..c];
-        let (inv, scale) = scale_shift(stats, gamma, c);
+        let (inv, scale) = inv_std_and_scale(stats, gamma, c);
         let sum_g =
             column_sums(n, c, |r, acc| acc.iter_mut().zip(&g[r * c..(r + 1) * c]).for_each(|(a, v)| *a += *v as f64));
         let sum_gx = column_sums(n, c, |r, acc| {
@@ -804,14 +901,13 @@ mod host {
         let mg: Vec<f32> = sum_g.iter().map(|s| (s / nf) as f32).collect();
         let mgx: Vec<f32> = sum_gx.iter().map(|s| (s / nf) as f32).collect();
         let mut gx = vec![0.0f32; x.len()];
-        gx.par_chunks_mut(c).zip(x.par_chunks(c).zip(g.par_chunks(c))).with_min_len(MIN_ROWS).for_each(
-            |(o, (xr, gr))| {
-                for i in 0..c {
-                    let xhat = (xr[i] - mean[i]) * inv[i];
-                    o[i] = (gr[i] - mg[i] - xhat * mgx[i]) * scale[i];
-                }
-            },
-        );
+        rows_mut(&mut gx, c, |row, o| {
+            let (xr, gr) = (&x[row * c..(row + 1) * c], &g[row * c..(row + 1) * c]);
+            for i in 0..c {
+                let xhat = (xr[i] - mean[i]) * inv[i];
+                o[i] = (gr[i] - mg[i] - xhat * mgx[i]) * scale[i];
+            }
+        });
         (gx, sum_gx.iter().map(|v| *v as f32).collect(), sum_g.iter().map(|v| *v as f32).collect())
     }
 }

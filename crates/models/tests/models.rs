@@ -397,6 +397,25 @@ fn channel_norm_kernel_matches_burn_batch_norm_and_updates_running_stats_the_sam
 #[test]
 fn attention_and_gate_kernels_match_the_tensor_op_formulations() {
     use models::kernels::{ops, reference};
+    // SiLU (rank 2 and 3, positive and negative inputs, large magnitudes)
+    for shape in [[4, 6, 5], [1, 1, 3], [64, 64, 384]] {
+        let x = (rand_ad(shape) * 4.0).detach().require_grad();
+        let y1 = ops::silu(x.clone());
+        let g1 = probe(y1.clone(), shape).backward();
+        let x2 = x.clone().detach().require_grad();
+        let y2 = burn::tensor::activation::silu(x2.clone());
+        let g2 = probe(y2.clone(), shape).backward();
+        close(&format!("silu {shape:?} forward"), &ad_values(y1), &ad_values(y2), 1e-6);
+        close(&format!("silu {shape:?} dx"), &grad_values(&x, &g1), &grad_values(&x2, &g2), 1e-5);
+        let gy = Tensor::<B, 3>::random(shape, Distribution::Normal(0.0, 1.0), &dev());
+        let closed = reference::silu_backward(x.clone().inner(), gy.clone());
+        let x3 = x.clone().detach().require_grad();
+        let g3 = (burn::tensor::activation::silu(x3.clone()) * Tensor::<AD, 3>::from_inner(gy)).sum().backward();
+        close(&format!("silu {shape:?} closed-form dx"), &values(closed), &grad_values(&x3, &g3), 1e-5);
+    }
+    let x2d = rand_ad([5, 7]);
+    close("silu rank 2", &ad_values(ops::silu(x2d.clone())), &ad_values(burn::tensor::activation::silu(x2d)), 1e-6);
+
     // scale_channels (ECA gate)
     let (x, gate) = (rand_ad([3, 10, 8]), rand_ad([3, 8]));
     let y1 = ops::scale_channels(x.clone(), gate.clone());
