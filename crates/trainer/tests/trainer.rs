@@ -530,3 +530,35 @@ fn empty_cache_interval_logs_memory_on_wgpu() {
         .iter()
         .all(|r| r.mem_reserved_mib.unwrap() > 0.0 && r.mem_in_use_mib.unwrap() <= r.mem_reserved_mib.unwrap()));
 }
+
+#[test]
+fn bench_times_every_phase_of_the_configured_model() {
+    use trainer::bench::{bench, BenchOptions};
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = smoke(tmp.path(), &[]);
+    let opts = BenchOptions { batch: 4, frames: 8, features: 10, classes: 3, steps: 3, latency_runs: 5 };
+    let r = bench(&cfg, &opts).unwrap();
+    assert_eq!((r.batch, r.frames, r.features, r.classes), (4, 8, 10, 3));
+    assert_eq!(r.model, cfg.model.kind());
+    let expected = models::trainable_params(&cfg.model.init::<trainer::InnerBackend>(
+        10,
+        3,
+        &device::dispatch_device(&device::Target::Cpu).unwrap(),
+    ));
+    assert_eq!(r.trainable_params, expected);
+    for (name, v) in [
+        ("forward", r.forward_ms),
+        ("backward", r.backward_ms),
+        ("optimizer", r.optimizer_ms),
+        ("b1", r.infer_b1_p50_ms),
+    ] {
+        assert!(v.is_finite() && v > 0.0, "{name} = {v}");
+    }
+    // The step is the median of per-step sums, so it is at least each phase's median.
+    assert!(r.train_step_ms >= r.forward_ms.max(r.backward_ms) * 0.999, "{r:?}");
+    assert!((r.train_samples_per_s - 4.0 / r.train_step_ms * 1e3).abs() < 1e-6);
+    assert!(r.infer_b1_p90_ms >= r.infer_b1_p50_ms);
+    let bad = BenchOptions { batch: 0, ..opts };
+    let e = bench(&cfg, &bad).unwrap_err().to_string();
+    assert!(e.contains("batch 0"), "{e}");
+}
