@@ -38,7 +38,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             frame_no += 1;
         }
     }
-    for event in recognizer.finish() {
+    for event in recognizer.finish()? {
         println!(
             "recognized {} ({:.2}) frames {}-{}",
             event.label, event.confidence, event.start_frame, event.end_frame

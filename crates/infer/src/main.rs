@@ -60,6 +60,9 @@ enum Command {
         /// Frames per evaluation (0 = the model's window).
         #[arg(long, default_value_t = 0)]
         window: usize,
+        /// Frames with both hands out of view that end a sign (0 = no segmentation at pauses).
+        #[arg(long, default_value_t = 5)]
+        boundary_frames: usize,
         #[arg(long)]
         json: bool,
     },
@@ -186,21 +189,21 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Stream { model, input, hop, threshold, window, json } => {
+        Command::Stream { model, input, hop, threshold, window, boundary_frames, json } => {
             let predictor = Arc::new(load(&model, Precision::F32, 5)?);
             let Some(format @ Format::Islr) = format_of(&input) else {
                 bail!("{}: streaming replays landmark recordings (.parquet in the ISLR layout)", input.display());
             };
             let sample = data::dataset::read_sample(format, &input)?;
             let data::Sample::Landmarks(seq) = sample else { bail!("{}: not a landmark recording", input.display()) };
-            let cfg = StreamConfig { hop, threshold, window_frames: window, ..Default::default() };
+            let cfg = StreamConfig { hop, threshold, window_frames: window, boundary_frames, ..Default::default() };
             let mut rec = StreamingRecognizer::new(predictor, cfg)?;
             let mut events = Vec::new();
             for t in 0..seq.frames() {
                 let frame: Vec<[f32; 3]> = (0..seq.points).map(|p| seq.at(t, p)).collect();
                 events.extend(rec.push(i64::from(seq.frame_ids[t]), &frame)?);
             }
-            events.extend(rec.finish());
+            events.extend(rec.finish()?);
             for e in &events {
                 if json {
                     println!("{}", serde_json::to_string(e)?);

@@ -7,6 +7,13 @@
 //! confidence drops, a gap, or [`StreamingRecognizer::finish`]). Frames without any kept landmark
 //! (hands out of view) are kept as missing data, as in training; a jump in frame numbers larger
 //! than `max_gap_frames` starts a fresh window.
+//!
+//! Segmentation: when both hands have been out of view for `boundary_frames` frames in a row (the
+//! signer lowered them between signs), the sign in progress is over. It is evaluated one last
+//! time if it had fewer than `min_hops` evaluations (a short sign), reported, and the next sign
+//! starts from an empty window, so no window straddles two signs separated by a pause (such a
+//! window can look like a third sign). Signs run together without a pause still rely on the
+//! run logic alone.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -31,11 +38,22 @@ pub struct StreamConfig {
     pub min_hops: usize,
     /// A larger jump in frame numbers resets the window.
     pub max_gap_frames: i64,
+    /// Consecutive frames with both hands out of view that end a sign (0 = off). Needs frames of
+    /// the 543-point MediaPipe holistic layout; other layouts never trigger it.
+    pub boundary_frames: usize,
 }
 
 impl Default for StreamConfig {
     fn default() -> Self {
-        Self { window_frames: 0, hop: 2, smoothing: 3, threshold: 0.6, min_hops: 3, max_gap_frames: 30 }
+        Self {
+            window_frames: 0,
+            hop: 2,
+            smoothing: 3,
+            threshold: 0.6,
+            min_hops: 3,
+            max_gap_frames: 30,
+            boundary_frames: 5,
+        }
     }
 }
 
@@ -74,6 +92,12 @@ pub struct StreamingRecognizer {
     history: VecDeque<Vec<f32>>,
     run: Option<Run>,
     pushed: usize,
+    /// Hand landmark indices (holistic layout only).
+    hands: Vec<usize>,
+    /// Consecutive frames without either hand.
+    handless: usize,
+    /// Evaluations since the window was last emptied.
+    segment_evals: usize,
 }
 
 impl StreamingRecognizer {
@@ -97,6 +121,9 @@ impl StreamingRecognizer {
             history: VecDeque::new(),
             run: None,
             pushed: 0,
+            hands: Vec::new(),
+            handless: 0,
+            segment_evals: 0,
         })
     }
 
@@ -105,7 +132,12 @@ impl StreamingRecognizer {
     pub fn push(&mut self, frame: i64, landmarks: &[[f32; 3]]) -> Result<Vec<SignEvent>> {
         let index = self.pushed;
         match self.points {
-            None => self.points = Some(landmarks.len()),
+            None => {
+                self.points = Some(landmarks.len());
+                if landmarks.len() == data::layout::NUM_LANDMARKS {
+                    self.hands = data::layout::named_subset("hands").unwrap_or_default();
+                }
+            }
             Some(p) if p != landmarks.len() => {
                 return Err(InferError::Input {
                     index,
@@ -127,11 +159,19 @@ impl StreamingRecognizer {
             }
             if frame - last > self.cfg.max_gap_frames {
                 events.extend(self.close_run());
-                self.frames.clear();
-                self.history.clear();
+                self.reset_window();
             }
         }
         self.pushed += 1;
+        let handless = !self.hands.is_empty() && self.hands.iter().all(|&i| landmarks[i].iter().all(|v| v.is_nan()));
+        self.handless = if handless { self.handless + 1 } else { 0 };
+        if self.cfg.boundary_frames > 0 && self.handless >= self.cfg.boundary_frames {
+            // Hands lowered between signs: end the sign once, then skip the pause's frames.
+            if self.handless == self.cfg.boundary_frames {
+                events.extend(self.end_segment()?);
+            }
+            return Ok(events);
+        }
         self.frames.push_back((frame, landmarks.to_vec()));
         while self.frames.len() > self.window {
             self.frames.pop_front();
@@ -144,12 +184,30 @@ impl StreamingRecognizer {
         Ok(events)
     }
 
-    /// End of stream: report a sign still in progress.
-    pub fn finish(&mut self) -> Vec<SignEvent> {
-        let events = self.close_run();
+    /// End of stream: report a sign still in progress (evaluating a short last sign once more,
+    /// as at a pause).
+    pub fn finish(&mut self) -> Result<Vec<SignEvent>> {
+        self.end_segment()
+    }
+
+    fn reset_window(&mut self) {
         self.frames.clear();
         self.history.clear();
-        events.into_iter().collect()
+        self.since_eval = 0;
+        self.segment_evals = 0;
+    }
+
+    /// The sign in the window is over: give a short one (fewer than `min_hops` evaluations) a
+    /// last evaluation, report it with the evaluations it could have had, empty the window.
+    fn end_segment(&mut self) -> Result<Vec<SignEvent>> {
+        let mut events = Vec::new();
+        if self.segment_evals < self.cfg.min_hops && 4 * self.frames.len() >= self.window && self.since_eval > 0 {
+            events.extend(self.evaluate()?);
+        }
+        let needed = self.cfg.min_hops.min(self.segment_evals.max(1));
+        events.extend(self.close_run_with(needed));
+        self.reset_window();
+        Ok(events)
     }
 
     fn evaluate(&mut self) -> Result<Vec<SignEvent>> {
@@ -171,6 +229,8 @@ impl StreamingRecognizer {
             Err(e) => return Err(e),
         };
         let probs = self.predictor.probabilities(std::slice::from_ref(&prepared))?.remove(0);
+        self.segment_evals += 1;
+        self.since_eval = 0;
         self.history.push_back(probs);
         while self.history.len() > self.cfg.smoothing {
             self.history.pop_front();
@@ -206,8 +266,12 @@ impl StreamingRecognizer {
     }
 
     fn close_run(&mut self) -> Option<SignEvent> {
+        self.close_run_with(self.cfg.min_hops)
+    }
+
+    fn close_run_with(&mut self, min_hops: usize) -> Option<SignEvent> {
         let r = self.run.take()?;
-        (r.hops >= self.cfg.min_hops).then(|| SignEvent {
+        (r.hops >= min_hops).then(|| SignEvent {
             label: self.predictor.labels()[r.index].clone(),
             index: r.index,
             confidence: r.confidence,

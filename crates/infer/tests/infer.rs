@@ -173,15 +173,25 @@ fn streaming_emits_concatenated_signs_in_order() {
         let id = if i > 10 { i as i64 + 1 } else { i as i64 };
         events.extend(rec.push(id, f).unwrap());
     }
-    events.extend(rec.finish());
+    events.extend(rec.finish().unwrap());
     let got: Vec<usize> = events.iter().map(|e| e.index).collect();
     eprintln!("events: {events:?}");
-    // The signs come out in order. KNOWN LIMITATION (issue 7 stays open): a window straddling two
-    // signs can look like a third sign with high confidence, so one extra event may sit between
-    // them (seen: [3, 2, 1, 2] for [3, 1, 2]). Allow at most one.
-    let mut it = got.iter();
-    assert!(classes.iter().all(|c| it.any(|g| g == c)), "expected signs {classes:?} in order, got {got:?}");
-    assert!(got.len() <= classes.len() + 1, "too many spurious events: {got:?}");
+    // Exactly the signs, in order: the pauses end each sign, so no window straddles two signs
+    // (before segmentation a straddling window was reported as a third sign: [3, 2, 1, 2]).
+    assert_eq!(got, classes.to_vec(), "events {events:?}");
+    // Without segmentation the straddling windows are back: the pause rule is what removes them,
+    // and the signs are still found in order.
+    let mut rec =
+        StreamingRecognizer::new(predictor.clone(), StreamConfig { boundary_frames: 0, ..Default::default() }).unwrap();
+    let mut plain = Vec::new();
+    for (i, f) in frames.iter().enumerate() {
+        plain.extend(rec.push(i as i64, f).unwrap());
+    }
+    plain.extend(rec.finish().unwrap());
+    let plain: Vec<usize> = plain.iter().map(|e| e.index).collect();
+    eprintln!("without segmentation: {plain:?}");
+    let mut it = plain.iter();
+    assert!(classes.iter().all(|c| it.any(|g| g == c)), "expected signs {classes:?} in order, got {plain:?}");
     assert!(events.windows(2).all(|w| w[0].end_frame <= w[1].end_frame && w[0].start_frame < w[1].start_frame));
     assert!(events.iter().all(|e| e.confidence >= 0.6 && e.label == predictor.labels()[e.index]));
 
