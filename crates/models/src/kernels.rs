@@ -50,8 +50,9 @@ pub trait Kernels: Backend {
     /// - x: `[batch, time, channels]`, w: `[kernel, channels]` -> `[batch, time, channels]`
     fn causal_dwconv(x: FloatTensor<Self>, w: FloatTensor<Self>) -> FloatTensor<Self> {
         let (x, w) = (wrap::<Self, 3>(x), wrap::<Self, 2>(w));
-        if let Some(([xd, wd], [b, t, c], k)) = host_inputs::<Self, 2>([&x, &w]) {
-            let out = host::dwconv_forward(&xd, &wd, b, t, c, k);
+        if host_ok(&x) && host_ok(&w) {
+            let ([b, t, c], k) = (x.dims(), w.dims()[0]);
+            let out = host::dwconv_forward(&host_vec(&x), &host_vec(&w), b, t, c, k);
             return unwrap(Tensor::<Self, 3>::from_data(TensorData::new(out, [b, t, c]), &x.device()));
         }
         unwrap(reference::causal_dwconv(x, w))
@@ -64,8 +65,9 @@ pub trait Kernels: Backend {
         grad: FloatTensor<Self>,
     ) -> (FloatTensor<Self>, FloatTensor<Self>) {
         let (x, w, g) = (wrap::<Self, 3>(x), wrap::<Self, 2>(w), wrap::<Self, 3>(grad));
-        if let Some(([xd, wd, gd], [b, t, c], k)) = host_inputs::<Self, 3>([&x, &w, &g]) {
-            let (gx, gw) = host::dwconv_backward(&xd, &wd, &gd, b, t, c, k);
+        if host_ok(&x) && host_ok(&w) && host_ok(&g) {
+            let ([b, t, c], k) = (x.dims(), w.dims()[0]);
+            let (gx, gw) = host::dwconv_backward(&host_vec(&x), &host_vec(&w), &host_vec(&g), b, t, c, k);
             let device = x.device();
             return (
                 unwrap(Tensor::<Self, 3>::from_data(TensorData::new(gx, [b, t, c]), &device)),
@@ -250,34 +252,6 @@ fn host_vec<B: Backend, const D: usize>(t: &Tensor<B, D>) -> Vec<f32> {
     t.clone().into_data().into_vec::<f32>().expect("host_ok checked the dtype is f32")
 }
 
-/// Host data of the conv operands: `[x, w, (grad)]` with `x`/`grad` `[B, T, C]`, `w` `[K, C]`.
-fn host_inputs<B: Kernels, const N: usize>(ts: [&dyn HostTensor<B>; N]) -> Option<([Vec<f32>; N], [usize; 3], usize)> {
-    if !ts.iter().all(|t| t.ok()) {
-        return None;
-    }
-    let dims = ts[0].dims();
-    let k = ts[1].dims()[0];
-    Some((ts.map(|t| t.data()), [dims[0], dims[1], dims[2]], k))
-}
-
-trait HostTensor<B: Kernels> {
-    fn ok(&self) -> bool;
-    fn dims(&self) -> Vec<usize>;
-    fn data(&self) -> Vec<f32>;
-}
-
-impl<B: Kernels, const D: usize> HostTensor<B> for Tensor<B, D> {
-    fn ok(&self) -> bool {
-        host_ok(self)
-    }
-    fn dims(&self) -> Vec<usize> {
-        Tensor::dims(self).to_vec()
-    }
-    fn data(&self) -> Vec<f32> {
-        host_vec(self)
-    }
-}
-
 impl Kernels for burn::backend::Flex {
     fn host_resident(_device: &burn::tensor::ops::Device<Self>) -> bool {
         true
@@ -290,32 +264,54 @@ impl Kernels for burn::Dispatch {
     }
 }
 
+/// Gradients of a two-input op with respect to both inputs, from the inputs and the output gradient.
+type PairBackward<B> = fn(FloatTensor<B>, FloatTensor<B>, FloatTensor<B>) -> (FloatTensor<B>, FloatTensor<B>);
+
+/// The backward step of a two-input op whose gradients need both inputs (saved as its state).
+struct PairOp<B: Backend>(PairBackward<B>);
+
+impl<B: Backend> core::fmt::Debug for PairOp<B> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("PairOp")
+    }
+}
+
+impl<B: Kernels> Backward<B, 2> for PairOp<B> {
+    type State = (FloatTensor<B>, FloatTensor<B>);
+    fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [pa, pb] = ops.parents;
+        let grad = grads.consume::<B>(&ops.node);
+        let (a, b) = ops.state;
+        let (ga, gb) = (self.0)(a, b, grad);
+        if let Some(node) = pa {
+            grads.register::<B>(node.id, ga);
+        }
+        if let Some(node) = pb {
+            grads.register::<B>(node.id, gb);
+        }
+    }
+}
+
+/// Records a two-input custom op with Burn's autodiff: `forward` runs on the inner backend now,
+/// `backward` later from the saved inputs.
+fn pair_op<B: Kernels, C: CheckpointStrategy>(
+    a: FloatTensor<Autodiff<B, C>>,
+    b: FloatTensor<Autodiff<B, C>>,
+    forward: fn(FloatTensor<B>, FloatTensor<B>) -> FloatTensor<B>,
+    backward: PairBackward<B>,
+) -> FloatTensor<Autodiff<B, C>> {
+    match PairOp(backward).prepare::<C>([a.node.clone(), b.node.clone()]).compute_bound().stateful() {
+        OpsKind::Tracked(prep) => {
+            let out = forward(a.primitive.clone(), b.primitive.clone());
+            prep.finish((a.primitive, b.primitive), out)
+        }
+        OpsKind::UnTracked(prep) => prep.finish(forward(a.primitive, b.primitive)),
+    }
+}
+
 impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
     fn causal_dwconv(x: FloatTensor<Self>, w: FloatTensor<Self>) -> FloatTensor<Self> {
-        #[derive(Debug)]
-        struct DwConv;
-        impl<B: Kernels> Backward<B, 2> for DwConv {
-            type State = (FloatTensor<B>, FloatTensor<B>);
-            fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
-                let [px, pw] = ops.parents;
-                let grad = grads.consume::<B>(&ops.node);
-                let (x, w) = ops.state;
-                let (gx, gw) = B::causal_dwconv_backward(x, w, grad);
-                if let Some(node) = px {
-                    grads.register::<B>(node.id, gx);
-                }
-                if let Some(node) = pw {
-                    grads.register::<B>(node.id, gw);
-                }
-            }
-        }
-        match DwConv.prepare::<C>([x.node.clone(), w.node.clone()]).compute_bound().stateful() {
-            OpsKind::Tracked(prep) => {
-                let out = B::causal_dwconv(x.primitive.clone(), w.primitive.clone());
-                prep.finish((x.primitive, w.primitive), out)
-            }
-            OpsKind::UnTracked(prep) => prep.finish(B::causal_dwconv(x.primitive, w.primitive)),
-        }
+        pair_op::<B, C>(x, w, B::causal_dwconv, B::causal_dwconv_backward)
     }
 
     fn silu<const D: usize>(x: FloatTensor<Self>) -> FloatTensor<Self> {
@@ -341,30 +337,7 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
     }
 
     fn scale_channels(x: FloatTensor<Self>, gate: FloatTensor<Self>) -> FloatTensor<Self> {
-        #[derive(Debug)]
-        struct Scale;
-        impl<B: Kernels> Backward<B, 2> for Scale {
-            type State = (FloatTensor<B>, FloatTensor<B>);
-            fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
-                let [px, pg] = ops.parents;
-                let grad = grads.consume::<B>(&ops.node);
-                let (x, gate) = ops.state;
-                let (gx, gg) = B::scale_channels_backward(x, gate, grad);
-                if let Some(node) = px {
-                    grads.register::<B>(node.id, gx);
-                }
-                if let Some(node) = pg {
-                    grads.register::<B>(node.id, gg);
-                }
-            }
-        }
-        match Scale.prepare::<C>([x.node.clone(), gate.node.clone()]).compute_bound().stateful() {
-            OpsKind::Tracked(prep) => {
-                let out = B::scale_channels(x.primitive.clone(), gate.primitive.clone());
-                prep.finish((x.primitive, gate.primitive), out)
-            }
-            OpsKind::UnTracked(prep) => prep.finish(B::scale_channels(x.primitive, gate.primitive)),
-        }
+        pair_op::<B, C>(x, gate, B::scale_channels, B::scale_channels_backward)
     }
 
     fn key_biased_softmax(scores: FloatTensor<Self>, bias: FloatTensor<Self>) -> FloatTensor<Self> {
