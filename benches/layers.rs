@@ -23,12 +23,7 @@ const FEATURES: usize = 469;
 
 fn pad_mask<Bk: Backend>(device: &Bk::Device) -> Tensor<Bk, 2, Bool> {
     // Realistic padding: sequence lengths spread over the window.
-    let mut mask = vec![false; BATCH * FRAMES];
-    for b in 0..BATCH {
-        for t in FRAMES - (b % 24)..FRAMES {
-            mask[b * FRAMES + t] = true;
-        }
-    }
+    let mask = trainer::bench::pad_mask_host(BATCH, FRAMES);
     Tensor::from_data(TensorData::new(mask, [BATCH, FRAMES]), device)
 }
 

@@ -16,6 +16,7 @@ use burn::tensor::{Bool, Distribution, Int, Tensor, TensorData};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use models::precision::Materialize;
 use models::{ConvTransformerConfig, GruModelConfig, ModelConfig, SignModel, TransformerConfig};
+use trainer::bench::pad_mask_host;
 use trainer::config::OptimizerConfig;
 use trainer::optim::Optim;
 use trainer::{InnerBackend, TrainBackend};
@@ -24,16 +25,6 @@ const BATCH: usize = 64;
 const FRAMES: usize = 64;
 const FEATURES: usize = 469;
 const CLASSES: usize = 250;
-
-fn mask_host(batch: usize) -> Vec<bool> {
-    let mut m = vec![false; batch * FRAMES];
-    for b in 0..batch {
-        for t in FRAMES - (b % 24)..FRAMES {
-            m[b * FRAMES + t] = true;
-        }
-    }
-    m
-}
 
 fn bench(c: &mut Criterion) {
     let device = device::dispatch_device(&device::Target::Cpu).unwrap();
@@ -49,8 +40,10 @@ fn bench(c: &mut Criterion) {
         g.throughput(Throughput::Elements(BATCH as u64));
         let model: SignModel<TrainBackend> = cfg.init::<TrainBackend>(FEATURES, CLASSES, &device).map(&mut Materialize);
         let x = Tensor::<TrainBackend, 3>::random([BATCH, FRAMES, FEATURES], Distribution::Normal(0.0, 1.0), &device);
-        let mask =
-            Tensor::<TrainBackend, 2, Bool>::from_data(TensorData::new(mask_host(BATCH), [BATCH, FRAMES]), &device);
+        let mask = Tensor::<TrainBackend, 2, Bool>::from_data(
+            TensorData::new(pad_mask_host(BATCH, FRAMES), [BATCH, FRAMES]),
+            &device,
+        );
         let labels = Tensor::<TrainBackend, 1, Int>::arange(0..BATCH as i64, &device);
         let loss_fn = CrossEntropyLossConfig::new().init::<TrainBackend>(&device);
         // Flex executes eagerly: when an op returns, its work is done (no device sync needed).
@@ -78,8 +71,10 @@ fn bench(c: &mut Criterion) {
         for batch in [1, BATCH] {
             let x =
                 Tensor::<InnerBackend, 3>::random([batch, FRAMES, FEATURES], Distribution::Normal(0.0, 1.0), &device);
-            let mask =
-                Tensor::<InnerBackend, 2, Bool>::from_data(TensorData::new(mask_host(batch), [batch, FRAMES]), &device);
+            let mask = Tensor::<InnerBackend, 2, Bool>::from_data(
+                TensorData::new(pad_mask_host(batch, FRAMES), [batch, FRAMES]),
+                &device,
+            );
             g.throughput(Throughput::Elements(batch as u64));
             g.bench_function(format!("batch{batch}"), |b| {
                 b.iter(|| infer.forward(x.clone(), mask.clone()).into_data())

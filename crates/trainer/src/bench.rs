@@ -96,8 +96,8 @@ impl BenchReport {
 }
 
 /// Sample `b` has `b % 24` padded frames (at most `frames - 1`): the padding pattern of the
-/// PyTorch side.
-fn pad_mask_host(batch: usize, frames: usize) -> Vec<bool> {
+/// PyTorch side and of the criterion benches.
+pub fn pad_mask_host(batch: usize, frames: usize) -> Vec<bool> {
     let mut m = vec![false; batch * frames];
     for b in 0..batch {
         let n = (b % 24).min(frames - 1);
