@@ -5,6 +5,7 @@ use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use burn::data::dataloader::batcher::Batcher;
 use burn::prelude::Backend;
 use burn::tensor::{Bool, Int, Tensor, TensorData};
 use rand::seq::SliceRandom;
@@ -13,6 +14,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::augment::Augmenter;
 use crate::dataset::{Item, SignDataset};
+use crate::index::{fnv1a, FNV_OFFSET};
 use crate::preprocess::Preprocessor;
 use crate::sequence::Prepared;
 
@@ -74,10 +76,10 @@ impl HostBatch {
 
 /// Turns dataset items into host batches (augmentation + preprocessing stage 2).
 ///
-/// Burn's `Batcher`/`DataLoader` live behind burn's `dataset` feature, which (with burn's default
-/// features) pulls a bundled SQLite and image codecs into every build, and its loader cannot restart
-/// mid-epoch with the same batches; [`EpochLoader`] does that job here. Burn's `Dataset` trait is
-/// implemented by [`crate::dataset::DatasetSplit`].
+/// It is also Burn's [`Batcher`] (`Item`s in, a [`SignBatch`] on the device out), so a
+/// [`crate::dataset::DatasetSplit`] (Burn's `Dataset`) plugs into Burn's `DataLoaderBuilder`. The
+/// trainer uses [`EpochLoader`] instead: Burn's loader cannot restart mid-epoch with the same
+/// batches (resume), and it uploads on the worker threads one batch at a time.
 #[derive(Debug, Clone)]
 pub struct ItemBatcher {
     pub preprocessor: Arc<Preprocessor>,
@@ -88,15 +90,17 @@ pub struct ItemBatcher {
 
 impl ItemBatcher {
     /// The RNG for one sample in one epoch: independent of batch composition and worker count.
-    fn sample_rng(&self, epoch: usize, index: usize) -> ChaCha8Rng {
+    fn sample_rng(&self, epoch: u64, index: u64) -> ChaCha8Rng {
         ChaCha8Rng::seed_from_u64(
-            self.seed
-                ^ (epoch as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-                ^ (index as u64).wrapping_mul(0xD1B5_4A32_D192_ED03),
+            self.seed ^ epoch.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ index.wrapping_mul(0xD1B5_4A32_D192_ED03),
         )
     }
 
     pub fn prepare(&self, item: &Item, epoch: usize, index: usize) -> Prepared {
+        self.prepare_keyed(item, epoch as u64, index as u64)
+    }
+
+    fn prepare_keyed(&self, item: &Item, epoch: u64, index: u64) -> Prepared {
         match &self.augmenter {
             Some(aug) => {
                 let mut rng = self.sample_rng(epoch, index);
@@ -116,10 +120,30 @@ impl ItemBatcher {
         HostBatch::from_prepared(&prepared, &labels, (0..items.len()).collect())
     }
 
+    /// Batch items that arrive without dataset positions or an epoch number (Burn's `DataLoader`).
+    /// Each item's augmentation draws are keyed by its path and by the paths of the whole batch:
+    /// deterministic for a seed in whatever order worker threads deliver the batches, and new each
+    /// epoch because the loader reshuffles (without shuffling, every epoch repeats the same draws).
+    pub fn batch_unpositioned(&self, items: &[Item]) -> HostBatch {
+        let path_key = |it: &Item| fnv1a(FNV_OFFSET, it.path.as_os_str().as_encoded_bytes());
+        let batch_key = items.iter().fold(FNV_OFFSET, |h, it| fnv1a(h, &path_key(it).to_le_bytes()));
+        let prepared: Vec<Prepared> = items.iter().map(|it| self.prepare_keyed(it, batch_key, path_key(it))).collect();
+        let labels: Vec<usize> = items.iter().map(|i| i.label).collect();
+        HostBatch::from_prepared(&prepared, &labels, (0..items.len()).collect())
+    }
+
     pub fn host_batch(&self, data: &SignDataset, indices: &[usize], epoch: usize) -> HostBatch {
         let prepared: Vec<Prepared> = indices.iter().map(|&i| self.prepare(&data.items[i], epoch, i)).collect();
         let labels: Vec<usize> = indices.iter().map(|&i| data.items[i].label).collect();
         HostBatch::from_prepared(&prepared, &labels, indices.to_vec())
+    }
+}
+
+/// Burn's batcher interface: `[batch, window, features]` inputs, `[batch, window]` padding mask
+/// (true = padding) and `[batch]` labels, uploaded to `device` in one transfer each.
+impl<B: Backend> Batcher<B, Item, SignBatch<B>> for ItemBatcher {
+    fn batch(&self, items: Vec<Item>, device: &B::Device) -> SignBatch<B> {
+        self.batch_unpositioned(&items).to_device(device)
     }
 }
 

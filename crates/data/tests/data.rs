@@ -431,3 +431,78 @@ fn splits_are_burn_datasets_and_batch_like_the_loader() {
     let batcher = ItemBatcher { preprocessor: Arc::new(pre), augmenter: None, seed: 0 };
     assert_eq!(batcher.batch_items(&items, 0).inputs, batcher.host_batch(&ds, &train[..3], 0).inputs);
 }
+
+/// Burn's own `DataLoaderBuilder` drives `ItemBatcher` (Burn's `Batcher`) over a `DatasetSplit`
+/// (Burn's `Dataset`): real tensors on the Flex CPU backend, every item once per epoch with its
+/// label, values equal to the trainer's loader, augmentation deterministic for a seed in whatever
+/// order the workers deliver batches.
+#[test]
+fn burn_dataloader_batches_a_split_with_item_batcher() {
+    use burn::backend::Flex;
+    use burn::data::dataloader::DataLoaderBuilder;
+    use data::dataset::{DatasetSplit, Item};
+    use data::loader::SignBatch;
+    type B = Flex;
+
+    let dir = tempfile::tempdir().unwrap();
+    generate(dir.path(), &tiny(), false).unwrap();
+    let idx = index::open(dir.path()).unwrap();
+    let pre = Preprocessor::new(PreprocessConfig { window: 32, ..Default::default() }).unwrap();
+    let ds = Arc::new(SignDataset::load(&idx, &pre, &LoadOptions::default()).unwrap());
+    let (train, _) = ds.split_by_group(0.34, 0);
+    let split = DatasetSplit { data: ds.clone(), indices: train.clone() };
+    let features = ds.features;
+    let plain = ItemBatcher { preprocessor: Arc::new(pre.clone()), augmenter: None, seed: 0 };
+
+    // Unshuffled, one worker: batches in split order, equal to the trainer's host batches.
+    let loader = DataLoaderBuilder::<B, Item, SignBatch<B>>::new(plain.clone()).batch_size(5).build(split.clone());
+    assert_eq!(loader.num_items(), train.len());
+    let batches: Vec<SignBatch<B>> = loader.iter().collect();
+    assert_eq!(batches.len(), train.len().div_ceil(5));
+    for (k, b) in batches.iter().enumerate() {
+        let ids = &train[k * 5..((k + 1) * 5).min(train.len())];
+        let want = plain.host_batch(&ds, ids, 0);
+        assert_eq!(b.inputs.dims(), [ids.len(), 32, features]);
+        assert_eq!(b.pad_mask.dims(), [ids.len(), 32]);
+        assert_eq!(b.inputs.clone().into_data().to_vec::<f32>().unwrap(), want.inputs);
+        assert_eq!(b.pad_mask.clone().into_data().to_vec::<bool>().unwrap(), want.pad_mask);
+        let labels = b.labels.clone().into_data().convert::<i64>().to_vec::<i64>().unwrap();
+        assert_eq!(labels, ids.iter().map(|&i| ds.items[i].label as i64).collect::<Vec<_>>());
+    }
+    // Short sequences are padded at the end of the window and the mask says so.
+    let any_pad = batches.iter().any(|b| b.pad_mask.clone().into_data().to_vec::<bool>().unwrap().contains(&true));
+    assert!(any_pad, "the tiny set has sequences shorter than 32 frames");
+
+    // Shuffled, augmented, three workers: each item once; two loaders with the same seeds give the
+    // same rows (batches arrive in any order), and other rows than no augmentation.
+    let aug = data::augment::Augmenter::new(Default::default(), pre.mirror_of_kept(543));
+    let augmented = ItemBatcher { augmenter: Some(Arc::new(aug)), seed: 11, ..plain.clone() };
+    let rows = |batcher: &ItemBatcher, workers: usize, shuffle: u64| {
+        let loader = DataLoaderBuilder::<B, Item, SignBatch<B>>::new(batcher.clone())
+            .batch_size(4)
+            .shuffle(shuffle)
+            .num_workers(workers)
+            .build(split.clone());
+        let mut rows: Vec<(i64, Vec<u32>)> = Vec::new();
+        for b in loader.iter() {
+            let [n, t, f] = b.inputs.dims();
+            let x = b.inputs.into_data().to_vec::<f32>().unwrap();
+            let y = b.labels.into_data().convert::<i64>().to_vec::<i64>().unwrap();
+            for i in 0..n {
+                rows.push((y[i], x[i * t * f..(i + 1) * t * f].iter().map(|v| v.to_bits()).collect()));
+            }
+        }
+        rows.sort();
+        rows
+    };
+    let a = rows(&augmented, 3, 3);
+    assert_eq!(a.len(), train.len());
+    let mut labels: Vec<i64> = a.iter().map(|r| r.0).collect();
+    let mut want: Vec<i64> = train.iter().map(|&i| ds.items[i].label as i64).collect();
+    labels.sort();
+    want.sort();
+    assert_eq!(labels, want);
+    assert_eq!(a, rows(&augmented, 3, 3), "same seeds, same rows");
+    assert_ne!(a, rows(&plain, 3, 3), "augmentation changes the inputs");
+    assert_ne!(a, rows(&augmented, 3, 4), "another shuffle gives other batches and other draws");
+}
