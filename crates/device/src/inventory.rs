@@ -27,6 +27,8 @@ pub enum CudaStatus {
     ToolkitMissing,
     /// A driver call failed; the text is the driver's error.
     DriverError(String),
+    /// Not looked at: the device asked for was not a CUDA one (see `probe_for`).
+    NotProbed,
 }
 
 /// One CUDA GPU as CUDA numbers it (after `CUDA_VISIBLE_DEVICES`).
@@ -134,6 +136,7 @@ impl CudaStatus {
                     .into(),
             ),
             Self::DriverError(e) => Some(format!("CUDA: driver error: {e}")),
+            Self::NotProbed => Some("CUDA: not probed (another device was asked for)".into()),
         }
     }
 }

@@ -31,7 +31,7 @@ pub use error::{DeviceError, Result};
 pub use inventory::Inventory;
 pub use memory::{empty_cache, host_memory, memory_stats, HostMemory, MemoryDelta, MemoryGuard, MemoryStats};
 pub use monitor::{GpuMonitor, MonitorSummary};
-pub use probe::probe;
+pub use probe::{probe, probe_for, quiet_headless_env};
 pub use select::{select, Selection, SelectionPolicy, Target};
 pub use spec::DeviceSpec;
 
@@ -47,9 +47,9 @@ pub struct SelectedDevice {
     pub selection: Selection,
 }
 
-/// Probe the machine and resolve `spec`.
+/// Probe what `spec` needs (everything for `auto`) and resolve it.
 pub fn resolve(spec: &DeviceSpec, policy: &SelectionPolicy) -> Result<SelectedDevice> {
-    let inventory = probe();
+    let inventory = probe_for(spec);
     resolve_with(spec, policy, &inventory)
 }
 

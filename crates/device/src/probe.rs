@@ -5,10 +5,48 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::inventory::{CpuInfo, CudaInventory, CudaStatus, Inventory, WgpuInventory};
+use crate::spec::DeviceSpec;
 
 /// Probe CUDA, WGPU and the CPU. Takes from a few milliseconds (no GPU) to ~a second per GPU.
 pub fn probe() -> Inventory {
     Inventory { cuda: probe_cuda(), wgpu: probe_wgpu(), cpu: probe_cpu() }
+}
+
+/// Probe only what resolving `spec` needs: `cpu` touches neither the CUDA driver nor a graphics
+/// stack (faster start, no GPU driver messages), `cuda` skips WGPU, `wgpu` skips CUDA, and `auto`
+/// probes everything.
+pub fn probe_for(spec: &DeviceSpec) -> Inventory {
+    let not_probed = || WgpuInventory {
+        unavailable: Some("wgpu: not probed (another device was asked for)".into()),
+        adapters: Vec::new(),
+    };
+    let cuda_not_probed = || CudaInventory { status: CudaStatus::NotProbed, ..CudaInventory::not_compiled() };
+    match spec {
+        DeviceSpec::Auto => probe(),
+        DeviceSpec::Cpu => Inventory { cuda: cuda_not_probed(), wgpu: not_probed(), cpu: probe_cpu() },
+        DeviceSpec::Cuda(_) => Inventory { cuda: probe_cuda(), wgpu: not_probed(), cpu: probe_cpu() },
+        DeviceSpec::Wgpu(_) => Inventory { cuda: cuda_not_probed(), wgpu: probe_wgpu(), cpu: probe_cpu() },
+    }
+}
+
+/// For binaries, called first thing in `main` (before any thread starts): on a headless Linux box
+/// without `XDG_RUNTIME_DIR`, the Vulkan loader's Wayland client prints "XDG_RUNTIME_DIR is invalid
+/// or not set" twice whenever WGPU is probed. Point it at a private per-user directory so a run's
+/// stderr only holds our own messages. Does nothing when the variable is set or elsewhere.
+pub fn quiet_headless_env() {
+    #[cfg(target_os = "linux")]
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+        use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+        // This process owns /proc/self, so its uid is ours (std has no getuid).
+        let uid = std::fs::metadata("/proc/self").map(|m| m.uid()).unwrap_or(0);
+        let dir = std::env::temp_dir().join(format!("signflow-runtime-{uid}"));
+        let made = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+        let usable = made.is_ok()
+            || std::fs::metadata(&dir).is_ok_and(|m| m.is_dir() && m.uid() == uid && m.mode() & 0o077 == 0);
+        if usable {
+            std::env::set_var("XDG_RUNTIME_DIR", &dir);
+        }
+    }
 }
 
 fn guarded<T>(what: &str, f: impl FnOnce() -> T, on_panic: impl FnOnce(String) -> T) -> T {

@@ -38,6 +38,32 @@ fn cpu_device_has_no_pool_stats_and_empty_cache_is_reported_as_noop() {
     assert!(device::MemoryGuard::new(&selected.device, "cpu work").finish().is_none());
 }
 
+/// Resolving an explicit device probes only that kind: `cpu` never touches CUDA or WGPU, and
+/// `wgpu` sees the same adapters as the full probe.
+#[test]
+fn probe_for_looks_only_at_what_the_spec_needs() {
+    use device::inventory::CudaStatus;
+    let cpu = device::probe_for(&DeviceSpec::Cpu);
+    assert_eq!(cpu.cuda.status, CudaStatus::NotProbed);
+    assert!(cpu.wgpu.adapters.is_empty());
+    assert!(cpu.wgpu.unavailable.as_deref().is_some_and(|w| w.contains("not probed")), "{:?}", cpu.wgpu);
+    assert!(cpu.cpu.logical_cores >= 1);
+    let sel = device::select(&DeviceSpec::Cpu, &cpu, &SelectionPolicy::default()).unwrap();
+    assert_eq!(sel.target, Target::Cpu);
+    // A CUDA request against an inventory that skipped CUDA says so instead of "no driver".
+    let err = device::select(&DeviceSpec::Cuda(None), &cpu, &SelectionPolicy::default()).unwrap_err();
+    assert!(err.to_string().contains("not probed"), "{err}");
+
+    let full = device::probe();
+    let wgpu = device::probe_for(&DeviceSpec::Wgpu(None));
+    assert_eq!(wgpu.cuda.status, CudaStatus::NotProbed);
+    let names = |inv: &device::Inventory| inv.wgpu.adapters.iter().map(|a| a.name.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&wgpu), names(&full));
+    let cuda = device::probe_for(&DeviceSpec::Cuda(None));
+    assert_eq!(cuda.cuda.status, full.cuda.status);
+    assert!(cuda.wgpu.adapters.is_empty());
+}
+
 /// `--device wgpu` on whatever adapter exists, software Vulkan (llvmpipe) included. CI installs
 /// mesa-vulkan-drivers and sets SIGNFLOW_REQUIRE_WGPU=1 so a missing adapter fails there.
 #[test]
@@ -100,8 +126,16 @@ fn monitor_without_nvml_is_unavailable_and_writes_nothing() {
 
 #[test]
 fn cli_list_json_reports_the_auto_choice() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_device")).args(["list", "--json"]).output().unwrap();
+    // Headless: no XDG_RUNTIME_DIR. The binary gives the Vulkan loader a private one, so the
+    // WGPU probe prints nothing of its own on stderr.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_device"))
+        .args(["list", "--json"])
+        .env_remove("XDG_RUNTIME_DIR")
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("XDG_RUNTIME_DIR"), "{stderr}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["inventory"]["cpu"]["logical_cores"].as_u64().unwrap() >= 1);
     assert!(v["auto"]["target"]["backend"].is_string());

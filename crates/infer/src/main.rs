@@ -84,6 +84,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    device::quiet_headless_env();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
