@@ -459,3 +459,40 @@ fn attention_and_gate_kernels_match_the_tensor_op_formulations() {
     let g2 = probe(reference::merge_heads(reference::split_heads(x2.clone(), 3)) * 2.0, [2, 7, 12]).backward();
     close("split/merge dx", &grad_values(&x, &g1), &grad_values(&x2, &g2), 0.0);
 }
+
+/// The transformer baseline's own forward (linear_rows + kernels) equals Burn's
+/// `TransformerEncoder::forward` on the same weights, in value and in every weight gradient.
+#[test]
+fn transformer_forward_matches_burn_encoder_forward_and_gradients() {
+    use burn::nn::transformer::TransformerEncoderInput;
+    use models::common::masked_mean;
+    let cfg = TransformerConfig { dim: 32, layers: 2, heads: 4, ff_dim: 64, dropout: 0.0, max_frames: 64 };
+    let model = cfg.init::<AD>(11, 5, &dev());
+    let (b, t) = (3, 12);
+    let x = Tensor::<AD, 3>::random([b, t, 11], Distribution::Normal(0.0, 1.0), &dev());
+    let pad = Tensor::<AD, 2, Bool>::from_inner(mask(&[12, 7, 1], t));
+    let ours = model.forward(x.clone(), pad.clone());
+    let burns = {
+        let h = model.embed.forward(x);
+        let h = h + model.positions.sinusoids.clone().narrow(1, 0, t);
+        let h = model.encoder.forward(TransformerEncoderInput::new(h).mask_pad(pad.clone()));
+        model.classifier.forward(masked_mean(h, pad))
+    };
+    close("logits", &ad_values(ours.clone()), &ad_values(burns.clone()), 1e-5);
+    let g_ours = probe(ours, [b, 5]).backward();
+    let g_burn = probe(burns, [b, 5]).backward();
+    let layer = &model.encoder.layers[1];
+    for (name, w) in [
+        ("query", &layer.mha.query.weight),
+        ("key", &layer.mha.key.weight),
+        ("value", &layer.mha.value.weight),
+        ("output", &layer.mha.output.weight),
+        ("ff inner", &layer.pwff.linear_inner.weight),
+        ("ff outer", &layer.pwff.linear_outer.weight),
+        ("embed", &model.embed.weight),
+    ] {
+        close(name, &grad_values(&w.val(), &g_ours), &grad_values(&w.val(), &g_burn), 1e-4);
+    }
+    let norm = &model.encoder.layers[0].norm_2.gamma;
+    close("norm gamma", &grad_values(&norm.val(), &g_ours), &grad_values(&norm.val(), &g_burn), 1e-4);
+}
