@@ -410,15 +410,22 @@ fn synthetic_signs_need_motion_to_be_told_apart() {
     assert!(one_frame + 0.15 <= whole, "one frame {one_frame} vs whole {whole}");
 }
 
-#[test]
-fn splits_are_burn_datasets_and_batch_like_the_loader() {
-    use burn_dataset::Dataset;
+/// The tiny synthetic set on disk, loaded with a `window`-frame preprocessor, and its group split
+/// (training positions). Keep the directory alive while the dataset is used.
+fn tiny_train_split(window: usize) -> (tempfile::TempDir, Preprocessor, Arc<SignDataset>, Vec<usize>) {
     let dir = tempfile::tempdir().unwrap();
     generate(dir.path(), &tiny(), false).unwrap();
     let idx = index::open(dir.path()).unwrap();
-    let pre = Preprocessor::new(PreprocessConfig { window: 16, ..Default::default() }).unwrap();
+    let pre = Preprocessor::new(PreprocessConfig { window, ..Default::default() }).unwrap();
     let ds = Arc::new(SignDataset::load(&idx, &pre, &LoadOptions::default()).unwrap());
     let (train, _) = ds.split_by_group(0.34, 0);
+    (dir, pre, ds, train)
+}
+
+#[test]
+fn splits_are_burn_datasets_and_batch_like_the_loader() {
+    use burn_dataset::Dataset;
+    let (_dir, pre, ds, train) = tiny_train_split(16);
     let split = data::dataset::DatasetSplit { data: ds.clone(), indices: train.clone() };
     assert_eq!(split.len(), train.len());
     assert!(split.get(train.len()).is_none());
@@ -444,12 +451,7 @@ fn burn_dataloader_batches_a_split_with_item_batcher() {
     use data::loader::SignBatch;
     type B = Flex;
 
-    let dir = tempfile::tempdir().unwrap();
-    generate(dir.path(), &tiny(), false).unwrap();
-    let idx = index::open(dir.path()).unwrap();
-    let pre = Preprocessor::new(PreprocessConfig { window: 32, ..Default::default() }).unwrap();
-    let ds = Arc::new(SignDataset::load(&idx, &pre, &LoadOptions::default()).unwrap());
-    let (train, _) = ds.split_by_group(0.34, 0);
+    let (_dir, pre, ds, train) = tiny_train_split(32);
     let split = DatasetSplit { data: ds.clone(), indices: train.clone() };
     let features = ds.features;
     let plain = ItemBatcher { preprocessor: Arc::new(pre.clone()), augmenter: None, seed: 0 };
