@@ -53,7 +53,7 @@ pub trait Kernels: Backend {
         if host_ok(&x) && host_ok(&w) {
             let ([b, t, c], k) = (x.dims(), w.dims()[0]);
             let out = host::dwconv_forward(&host_vec(&x), &host_vec(&w), b, t, c, k);
-            return unwrap(Tensor::<Self, 3>::from_data(TensorData::new(out, [b, t, c]), &x.device()));
+            return host_tensor::<Self, _>(out, [b, t, c], &x.device());
         }
         unwrap(reference::causal_dwconv(x, w))
     }
@@ -69,10 +69,7 @@ pub trait Kernels: Backend {
             let ([b, t, c], k) = (x.dims(), w.dims()[0]);
             let (gx, gw) = host::dwconv_backward(&host_vec(&x), &host_vec(&w), &host_vec(&g), b, t, c, k);
             let device = x.device();
-            return (
-                unwrap(Tensor::<Self, 3>::from_data(TensorData::new(gx, [b, t, c]), &device)),
-                unwrap(Tensor::<Self, 2>::from_data(TensorData::new(gw, [k, c]), &device)),
-            );
+            return (host_tensor::<Self, _>(gx, [b, t, c], &device), host_tensor::<Self, _>(gw, [k, c], &device));
         }
         let (gx, gw) = reference::causal_dwconv_backward(x, w, g);
         (unwrap(gx), unwrap(gw))
@@ -83,7 +80,7 @@ pub trait Kernels: Backend {
         let x = wrap::<Self, D>(x);
         if host_ok(&x) {
             let out = host::silu(&host_vec(&x));
-            return unwrap(Tensor::<Self, D>::from_data(TensorData::new(out, x.shape()), &x.device()));
+            return host_tensor::<Self, _>(out, x.dims(), &x.device());
         }
         unwrap(burn::tensor::activation::silu(x))
     }
@@ -93,7 +90,7 @@ pub trait Kernels: Backend {
         let (x, g) = (wrap::<Self, D>(x), wrap::<Self, D>(grad));
         if host_ok(&x) && host_ok(&g) {
             let out = host::silu_backward(&host_vec(&x), &host_vec(&g));
-            return unwrap(Tensor::<Self, D>::from_data(TensorData::new(out, x.shape()), &x.device()));
+            return host_tensor::<Self, _>(out, x.dims(), &x.device());
         }
         unwrap(reference::silu_backward(x, g))
     }
@@ -108,7 +105,7 @@ pub trait Kernels: Backend {
         if host_ok(&x) && host_ok(&g) {
             let [b, t, c] = x.dims();
             let out = host::scale_channels(&host_vec(&x), &host_vec(&g), b, t, c);
-            return unwrap(Tensor::<Self, 3>::from_data(TensorData::new(out, [b, t, c]), &x.device()));
+            return host_tensor::<Self, _>(out, [b, t, c], &x.device());
         }
         unwrap(reference::scale_channels(x, g))
     }
@@ -126,10 +123,7 @@ pub trait Kernels: Backend {
             let gx = host::scale_channels(&grd, &gd, b, t, c);
             let gg = host::channel_dot(&grd, &xd, b, t, c);
             let device = x.device();
-            return (
-                unwrap(Tensor::<Self, 3>::from_data(TensorData::new(gx, [b, t, c]), &device)),
-                unwrap(Tensor::<Self, 2>::from_data(TensorData::new(gg, [b, c]), &device)),
-            );
+            return (host_tensor::<Self, _>(gx, [b, t, c], &device), host_tensor::<Self, _>(gg, [b, c], &device));
         }
         let gx = reference::scale_channels(gr.clone(), g);
         let gg: Tensor<Self, 2> = (gr * x).sum_dim(1).squeeze_dim(1);
@@ -146,7 +140,7 @@ pub trait Kernels: Backend {
         if host_ok(&s) && host_ok(&bias) {
             let [b, h, q, k] = s.dims();
             let out = host::key_biased_softmax(&host_vec(&s), &host_vec(&bias), b, h * q, k);
-            return unwrap(Tensor::<Self, 4>::from_data(TensorData::new(out, [b, h, q, k]), &s.device()));
+            return host_tensor::<Self, _>(out, [b, h, q, k], &s.device());
         }
         unwrap(reference::key_biased_softmax(s, bias))
     }
@@ -157,7 +151,7 @@ pub trait Kernels: Backend {
         if host_ok(&y) && host_ok(&g) {
             let [b, h, q, k] = y.dims();
             let out = host::softmax_backward(&host_vec(&y), &host_vec(&g), b * h * q, k);
-            return unwrap(Tensor::<Self, 4>::from_data(TensorData::new(out, [b, h, q, k]), &y.device()));
+            return host_tensor::<Self, _>(out, [b, h, q, k], &y.device());
         }
         let dot = (g.clone() * y.clone()).sum_dim(3);
         unwrap(y * (g - dot))
@@ -170,7 +164,7 @@ pub trait Kernels: Backend {
         let [b, t, d] = x.dims();
         if host_ok(&x) && heads > 0 && d % heads == 0 {
             let out = host::permute_0213(&host_vec(&x), b, t, heads, d / heads);
-            return unwrap(Tensor::<Self, 4>::from_data(TensorData::new(out, [b, heads, t, d / heads]), &x.device()));
+            return host_tensor::<Self, _>(out, [b, heads, t, d / heads], &x.device());
         }
         unwrap(reference::split_heads(x, heads))
     }
@@ -181,7 +175,7 @@ pub trait Kernels: Backend {
         let [b, h, t, hd] = x.dims();
         if host_ok(&x) {
             let out = host::permute_0213(&host_vec(&x), b, h, t, hd);
-            return unwrap(Tensor::<Self, 3>::from_data(TensorData::new(out, [b, t, h * hd]), &x.device()));
+            return host_tensor::<Self, _>(out, [b, t, h * hd], &x.device());
         }
         unwrap(reference::merge_heads(x))
     }
@@ -194,7 +188,7 @@ pub trait Kernels: Backend {
             let [n, c] = x.dims();
             let xd = host_vec(&x);
             let out = host::stats(&xd, n, c);
-            return unwrap(Tensor::<Self, 2>::from_data(TensorData::new(out, [2, c]), &x.device()));
+            return host_tensor::<Self, _>(out, [2, c], &x.device());
         }
         unwrap(reference::channel_stats(x))
     }
@@ -212,7 +206,7 @@ pub trait Kernels: Backend {
         if host_ok(&x) && host_ok(&s) && host_ok(&g) && host_ok(&bt) {
             let [n, c] = x.dims();
             let out = host::normalize(&host_vec(&x), &host_vec(&s), &host_vec(&g), &host_vec(&bt), n, c);
-            return unwrap(Tensor::<Self, 2>::from_data(TensorData::new(out, [n, c]), &x.device()));
+            return host_tensor::<Self, _>(out, [n, c], &x.device());
         }
         unwrap(reference::channel_norm(x, s, g, bt))
     }
@@ -233,9 +227,9 @@ pub trait Kernels: Backend {
                 host::normalize_backward(&host_vec(&x), &host_vec(&s), &host_vec(&g), &host_vec(&gr), n, c);
             let device = x.device();
             return (
-                unwrap(Tensor::<Self, 2>::from_data(TensorData::new(gx, [n, c]), &device)),
-                unwrap(Tensor::<Self, 1>::from_data(TensorData::new(gg, [c]), &device)),
-                unwrap(Tensor::<Self, 1>::from_data(TensorData::new(gb, [c]), &device)),
+                host_tensor::<Self, _>(gx, [n, c], &device),
+                host_tensor::<Self, _>(gg, [c], &device),
+                host_tensor::<Self, _>(gb, [c], &device),
             );
         }
         let (gx, gg, gb) = reference::channel_norm_backward(x, s, g, gr);
@@ -250,6 +244,11 @@ fn host_ok<B: Kernels, const D: usize>(t: &Tensor<B, D>) -> bool {
 fn host_vec<B: Backend, const D: usize>(t: &Tensor<B, D>) -> Vec<f32> {
     // Host-resident: this is a memory copy, not a device transfer.
     t.clone().into_data().into_vec::<f32>().expect("host_ok checked the dtype is f32")
+}
+
+/// A host loop's result as a float tensor of `shape` on `device` (the reverse of [`host_vec`]).
+fn host_tensor<B: Backend, const D: usize>(values: Vec<f32>, shape: [usize; D], device: &B::Device) -> FloatTensor<B> {
+    unwrap(Tensor::<B, D>::from_data(TensorData::new(values, shape), device))
 }
 
 impl Kernels for burn::backend::Flex {
