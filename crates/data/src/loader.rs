@@ -112,12 +112,18 @@ impl ItemBatcher {
         }
     }
 
+    /// Prepare each item with its RNG key `(epoch, index)` and stack them into one batch.
+    fn stack_keyed<'a>(&self, keyed: impl Iterator<Item = (&'a Item, u64, u64)>, indices: Vec<usize>) -> HostBatch {
+        let (prepared, labels): (Vec<Prepared>, Vec<usize>) =
+            keyed.map(|(item, epoch, index)| (self.prepare_keyed(item, epoch, index), item.label)).unzip();
+        HostBatch::from_prepared(&prepared, &labels, indices)
+    }
+
     /// Batch items taken from anywhere (e.g. a Burn `Dataset`), without augmentation randomness
     /// tied to dataset positions: item `k` of the list uses position `k`.
     pub fn batch_items(&self, items: &[Item], epoch: usize) -> HostBatch {
-        let prepared: Vec<Prepared> = items.iter().enumerate().map(|(k, it)| self.prepare(it, epoch, k)).collect();
-        let labels: Vec<usize> = items.iter().map(|i| i.label).collect();
-        HostBatch::from_prepared(&prepared, &labels, (0..items.len()).collect())
+        let keyed = items.iter().enumerate().map(|(k, it)| (it, epoch as u64, k as u64));
+        self.stack_keyed(keyed, (0..items.len()).collect())
     }
 
     /// Batch items that arrive without dataset positions or an epoch number (Burn's `DataLoader`).
@@ -125,17 +131,16 @@ impl ItemBatcher {
     /// deterministic for a seed in whatever order worker threads deliver the batches, and new each
     /// epoch because the loader reshuffles (without shuffling, every epoch repeats the same draws).
     pub fn batch_unpositioned(&self, items: &[Item]) -> HostBatch {
-        let path_key = |it: &Item| fnv1a(FNV_OFFSET, it.path.as_os_str().as_encoded_bytes());
-        let batch_key = items.iter().fold(FNV_OFFSET, |h, it| fnv1a(h, &path_key(it).to_le_bytes()));
-        let prepared: Vec<Prepared> = items.iter().map(|it| self.prepare_keyed(it, batch_key, path_key(it))).collect();
-        let labels: Vec<usize> = items.iter().map(|i| i.label).collect();
-        HostBatch::from_prepared(&prepared, &labels, (0..items.len()).collect())
+        let path_keys: Vec<u64> =
+            items.iter().map(|it| fnv1a(FNV_OFFSET, it.path.as_os_str().as_encoded_bytes())).collect();
+        let batch_key = path_keys.iter().fold(FNV_OFFSET, |h, k| fnv1a(h, &k.to_le_bytes()));
+        let keyed = items.iter().zip(&path_keys).map(|(it, &key)| (it, batch_key, key));
+        self.stack_keyed(keyed, (0..items.len()).collect())
     }
 
     pub fn host_batch(&self, data: &SignDataset, indices: &[usize], epoch: usize) -> HostBatch {
-        let prepared: Vec<Prepared> = indices.iter().map(|&i| self.prepare(&data.items[i], epoch, i)).collect();
-        let labels: Vec<usize> = indices.iter().map(|&i| data.items[i].label).collect();
-        HostBatch::from_prepared(&prepared, &labels, indices.to_vec())
+        let keyed = indices.iter().map(|&i| (&data.items[i], epoch as u64, i as u64));
+        self.stack_keyed(keyed, indices.to_vec())
     }
 }
 
