@@ -1,4 +1,5 @@
-//! Classify every ISLR parquet file in a directory with one loaded model, in batches.
+//! Classify every sequence file (ISLR parquet or npy) in a directory with one loaded model, in
+//! batches; files are read on worker threads one batch ahead of the model.
 //!
 //! ```bash
 //! cargo run --release -p infer --example classify_dir -- runs/demo .signflow/synthetic/<dir>/landmarks/1003
@@ -18,18 +19,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)?
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "parquet"))
+        .filter(|p| data::index::Format::from_extension(p).is_some())
         .collect();
     files.sort();
-    for chunk in files.chunks(32) {
-        let mut samples = Vec::new();
-        for f in chunk {
-            samples.push(data::dataset::read_sample(data::index::Format::Islr, f)?);
-        }
-        for (f, p) in chunk.iter().zip(predictor.predict_batch(&samples)?) {
-            let best = p.best();
-            println!("{}: {} ({:.3})", f.display(), best.label, best.probability);
-        }
-    }
+    predictor.predict_files(&files, 32, |file, result| match result {
+        Ok(p) => println!("{}: {} ({:.3})", file.display(), p.best().label, p.best().probability),
+        Err(e) => eprintln!("skipped {e}"),
+    })?;
     Ok(())
 }

@@ -24,6 +24,17 @@ pub enum Format {
     Npy,
 }
 
+impl Format {
+    /// The format of one sequence file by its extension: `.parquet` (ISLR) or `.npy`.
+    pub fn from_extension(path: &Path) -> Option<Format> {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("parquet") => Some(Format::Islr),
+            Some("npy") => Some(Format::Npy),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
     pub path: PathBuf,

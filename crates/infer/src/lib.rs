@@ -4,7 +4,9 @@
 //! recognize signs:
 //! - [`Predictor`]: `predict` one sequence, `predict_batch` many, from raw landmarks (through the
 //!   same preprocessing code as training: no train/serve skew) or from already prepared windows;
-//! - [`stream::StreamingRecognizer`]: push live frames, get sign events.
+//! - [`stream::StreamingRecognizer`]: push live frames, get sign events;
+//! - [`eval::evaluate`]: accuracy, per-class and per-signer figures, confusion matrix and
+//!   calibration of a model on a labelled dataset.
 //!
 //! ```no_run
 //! use infer::{Predictor, PredictorOptions};
@@ -18,6 +20,7 @@
 //! `Predictor` is `Send + Sync`: share one behind an `Arc` across threads; calls run
 //! concurrently (the model is immutable; each call builds its own tensors).
 
+pub mod eval;
 pub mod stream;
 
 use std::path::{Path, PathBuf};
@@ -47,6 +50,15 @@ pub enum InferError {
     Input { index: usize, message: String },
     #[error("{0}")]
     Unsupported(String),
+    /// A dataset file or directory (the message names it).
+    #[error(transparent)]
+    Data(data::DataError),
+    /// A sequence file that could be read but not prepared for the model.
+    #[error("{path}: {message}")]
+    File { path: PathBuf, message: String },
+    /// An evaluation that cannot run as asked (empty split, signs the model does not know, too many bad files).
+    #[error("{0}")]
+    Eval(String),
 }
 
 pub type Result<T, E = InferError> = std::result::Result<T, E>;
@@ -240,11 +252,76 @@ impl Predictor {
         Ok(self.probabilities(prepared)?.iter().map(|p| self.rank(p)).collect())
     }
 
+    /// Read one sequence file (`.parquet` in the ISLR layout or `.npy`) and prepare it; errors name the file.
+    pub fn prepare_file(&self, path: &Path) -> Result<Prepared> {
+        let format = data::index::Format::from_extension(path).ok_or_else(|| InferError::File {
+            path: path.into(),
+            message: "expected a .parquet (ISLR layout) or .npy file".into(),
+        })?;
+        self.prepare_read(format, path)
+    }
+
+    /// Read a sequence file of a known format and prepare it; errors name the file.
+    pub(crate) fn prepare_read(&self, format: data::index::Format, path: &Path) -> Result<Prepared> {
+        let sample = data::dataset::read_sample(format, path).map_err(InferError::Data)?;
+        self.prepare(&sample, 0).map_err(|e| match e {
+            InferError::Input { message, .. } => InferError::File { path: path.into(), message },
+            e => e,
+        })
+    }
+
+    /// Classify files in batches of `batch`: the next batch is read and prepared on worker
+    /// threads while the model runs the current one. `on_result` gets every file in order, with
+    /// its prediction or the error that names it; an error of the model itself ends the call.
+    pub fn predict_files(
+        &self,
+        files: &[PathBuf],
+        batch: usize,
+        mut on_result: impl FnMut(&Path, Result<Prediction>),
+    ) -> Result<()> {
+        prepare_ahead(
+            files.len(),
+            batch,
+            |i| self.prepare_file(&files[i]),
+            |chunk| {
+                let windows: Vec<Prepared> = chunk.iter().filter_map(|(_, r)| r.as_ref().ok().cloned()).collect();
+                let mut predictions = self.predict_prepared(&windows)?.into_iter();
+                for (i, r) in chunk {
+                    let result = r.map(|_| predictions.next().expect("one prediction per prepared window"));
+                    on_result(&files[i], result);
+                }
+                Ok(())
+            },
+        )
+        .map(|_| ())
+    }
+
     /// Class probabilities (softmax in f32) per prepared window.
     pub fn probabilities(&self, prepared: &[Prepared]) -> Result<Vec<Vec<f32>>> {
         if prepared.is_empty() {
             return Ok(Vec::new());
         }
+        let probs = burn::tensor::activation::softmax(self.forward_checked(prepared)?, 1);
+        Ok(self.rows(probs))
+    }
+
+    /// Raw class scores (logits, in f32) per prepared window: for losses and calibration, where
+    /// probabilities that round to 0 in f32 would lose information.
+    pub fn logits(&self, prepared: &[Prepared]) -> Result<Vec<Vec<f32>>> {
+        if prepared.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(self.rows(self.forward_checked(prepared)?))
+    }
+
+    /// One host read of a `[batch, classes]` tensor, split into rows.
+    fn rows(&self, t: Tensor<Backend, 2>) -> Vec<Vec<f32>> {
+        let values: Vec<f32> = t.into_data().iter::<f32>().collect();
+        values.chunks(self.card.labels.len()).map(<[f32]>::to_vec).collect()
+    }
+
+    /// Validate `prepared` (non-empty) and run the model: logits `[batch, classes]` in f32.
+    fn forward_checked(&self, prepared: &[Prepared]) -> Result<Tensor<Backend, 2>> {
         let (w, f) = (self.window(), self.card.input_features);
         for (i, p) in prepared.iter().enumerate() {
             if p.window != w || p.features != f || p.data.len() != w * f {
@@ -286,9 +363,7 @@ impl Predictor {
         let m = Tensor::<Backend, 2, Bool>::from_data(TensorData::new(mask, [b, w]), &self.device);
         let logits =
             self.model.try_forward(x, m).map_err(|e| InferError::Input { index: 0, message: e.to_string() })?;
-        let probs = burn::tensor::activation::softmax(logits.cast(FloatDType::F32), 1);
-        let values: Vec<f32> = probs.into_data().iter::<f32>().collect();
-        Ok(values.chunks(self.card.labels.len()).map(<[f32]>::to_vec).collect())
+        Ok(logits.cast(FloatDType::F32))
     }
 
     fn rank(&self, probs: &[f32]) -> Prediction {
@@ -302,6 +377,43 @@ impl Predictor {
                 .collect(),
         }
     }
+}
+
+/// One batch of prepared inputs: (position, prepared window or the error naming the input).
+pub(crate) type Chunk = Vec<(usize, Result<Prepared>)>;
+
+/// Prepare positions `0..n` in batches of `batch` on worker threads (rayon within a batch), one
+/// batch ahead of `consume`, which runs on the calling thread in order. An error from `consume`
+/// stops the reading and is returned. Returns the time the calling thread waited for batches.
+pub(crate) fn prepare_ahead(
+    n: usize,
+    batch: usize,
+    read: impl Fn(usize) -> Result<Prepared> + Sync,
+    mut consume: impl FnMut(Chunk) -> Result<()>,
+) -> Result<std::time::Duration> {
+    use rayon::prelude::*;
+    let batch = batch.max(1);
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Chunk>(1);
+        let read = &read;
+        s.spawn(move || {
+            let positions: Vec<usize> = (0..n).collect();
+            for chunk in positions.chunks(batch) {
+                let prepared: Chunk = chunk.par_iter().map(|&i| (i, read(i))).collect();
+                if tx.send(prepared).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut waited = std::time::Duration::ZERO;
+        loop {
+            let t = Instant::now();
+            let Ok(chunk) = rx.recv() else { break };
+            waited += t.elapsed();
+            consume(chunk)?;
+        }
+        Ok(waited)
+    })
 }
 
 /// Latency figures of repeated calls.

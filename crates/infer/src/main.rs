@@ -5,9 +5,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use data::index::Format;
 use device::{DeviceSpec, Precision};
+use infer::eval::{EvalOptions, Split};
 use infer::{Predictor, PredictorOptions, StreamConfig, StreamingRecognizer};
 
 #[derive(Parser)]
@@ -66,6 +67,42 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Evaluate on a labelled dataset (ISLR or npy layout): top-1/top-k, balanced accuracy, macro F1,
+    /// loss, calibration, per class and per signer, confusion matrix.
+    Eval {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// Dataset root: train.csv + sign_to_prediction_index_map.json + parquet files, or labels.csv + npy files.
+        #[arg(long)]
+        data: PathBuf,
+        /// Which sequences: all, valid (the signers the model's training run held out) or train.
+        #[arg(long, value_enum, default_value_t = SplitKind::All)]
+        split: SplitKind,
+        /// For valid/train: the held-out share of signers (default: data.valid_fraction of the model's config.toml).
+        #[arg(long)]
+        valid_fraction: Option<f64>,
+        /// For valid/train: the split seed (default: data.split_seed of the model's config.toml).
+        #[arg(long)]
+        split_seed: Option<u64>,
+        /// Sequences per forward pass.
+        #[arg(long, default_value_t = 32)]
+        batch: usize,
+        /// The k of top-k accuracy.
+        #[arg(long, default_value_t = 5)]
+        top_k: usize,
+        /// f32, f16 or bf16.
+        #[arg(long, default_value = "f32")]
+        precision: Precision,
+        /// Fail when more than this share of the selected files cannot be read.
+        #[arg(long, default_value_t = 0.05)]
+        max_bad_fraction: f64,
+        /// Write eval.json, per_class.csv, confusion.csv and predictions.csv into this directory.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Print the report (eval.json) to stdout instead of the summary.
+        #[arg(long)]
+        json: bool,
+    },
     /// Latency (p50/p95/p99) and throughput per batch size and precision.
     Bench {
         #[command(flatten)]
@@ -81,6 +118,47 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Clone, Copy, PartialEq, ValueEnum)]
+enum SplitKind {
+    All,
+    Valid,
+    Train,
+}
+
+/// The split to evaluate: explicit fraction/seed where given, the rest from the model's config.toml.
+fn resolve_split(
+    kind: SplitKind,
+    model_dir: &Path,
+    valid_fraction: Option<f64>,
+    split_seed: Option<u64>,
+) -> Result<Split> {
+    if kind == SplitKind::All {
+        if valid_fraction.is_some() || split_seed.is_some() {
+            bail!("--valid-fraction and --split-seed choose a valid/train split; add --split valid or --split train");
+        }
+        return Ok(Split::All);
+    }
+    if let Some(f) = valid_fraction {
+        if !(f > 0.0 && f < 1.0) {
+            bail!("--valid-fraction {f}: expected a share of signers in (0, 1)");
+        }
+    }
+    let (fraction, seed) = match (valid_fraction, split_seed) {
+        (Some(f), Some(s)) => (f, s),
+        _ => match Split::from_model_config(model_dir, true)? {
+            Split::Valid { fraction, seed } => (valid_fraction.unwrap_or(fraction), split_seed.unwrap_or(seed)),
+            _ => unreachable!("from_model_config(.., true) gives Valid"),
+        },
+    };
+    if fraction == 0.0 {
+        bail!(
+            "{}: the model was trained with data.valid_fraction = 0 (no held-out signers); use --split all or give --valid-fraction",
+            model_dir.join("config.toml").display()
+        );
+    }
+    Ok(if kind == SplitKind::Valid { Split::Valid { fraction, seed } } else { Split::Train { fraction, seed } })
 }
 
 fn main() -> ExitCode {
@@ -103,17 +181,9 @@ fn load(m: &ModelArgs, precision: Precision, top_k: usize) -> Result<Predictor> 
     Ok(Predictor::load(&m.model, &opts)?)
 }
 
-fn format_of(path: &Path) -> Option<Format> {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("parquet") => Some(Format::Islr),
-        Some("npy") => Some(Format::Npy),
-        _ => None,
-    }
-}
-
 fn collect_inputs(input: &Path) -> Result<Vec<PathBuf>> {
     if input.is_file() {
-        if format_of(input).is_none() {
+        if Format::from_extension(input).is_none() {
             bail!("{}: expected a .parquet (ISLR layout) or .npy file", input.display());
         }
         return Ok(vec![input.to_path_buf()]);
@@ -128,7 +198,7 @@ fn collect_inputs(input: &Path) -> Result<Vec<PathBuf>> {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if format_of(&p).is_some() {
+            } else if Format::from_extension(&p).is_some() {
                 out.push(p);
             }
         }
@@ -151,27 +221,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 indicatif::ProgressBar::hidden()
             };
             let mut failed = 0;
-            for chunk in files.chunks(batch.max(1)) {
-                let mut ok = Vec::new();
-                let mut samples = Vec::new();
-                for f in chunk {
-                    let prepared = data::dataset::read_sample(format_of(f).expect("filtered"), f)
-                        .map_err(infer::InferError::from_data)
-                        .and_then(|s| predictor.prepare(&s, 0).map(|_| s));
-                    match prepared {
-                        Ok(s) => {
-                            ok.push(f);
-                            samples.push(s);
-                        }
-                        Err(e) => {
-                            failed += 1;
-                            bar.suspend(|| eprintln!("error: {}: {}", f.display(), e));
-                        }
-                    }
-                }
-                let preds = predictor.predict_batch(&samples)?;
-                for (f, p) in ok.into_iter().zip(preds) {
-                    bar.suspend(|| {
+            predictor.predict_files(&files, batch, |f, result| {
+                match result {
+                    Ok(p) => bar.suspend(|| {
                         if json {
                             println!("{}", serde_json::json!({ "path": f, "top": p.top }));
                         } else {
@@ -179,10 +231,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
                                 p.top.iter().map(|r| format!("{} {:.3}", r.label, r.probability)).collect();
                             println!("{}: {}", f.display(), tops.join(" | "));
                         }
-                    });
+                    }),
+                    Err(e) => {
+                        failed += 1;
+                        bar.suspend(|| eprintln!("error: {e}"));
+                    }
                 }
-                bar.inc(chunk.len() as u64);
-            }
+                bar.inc(1);
+            })?;
             bar.finish_and_clear();
             if failed > 0 {
                 eprintln!("{failed} of {} inputs could not be classified", files.len());
@@ -192,7 +248,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Stream { model, input, hop, threshold, window, boundary_frames, json } => {
             let predictor = Arc::new(load(&model, Precision::F32, 5)?);
-            let Some(format @ Format::Islr) = format_of(&input) else {
+            let Some(format @ Format::Islr) = Format::from_extension(&input) else {
                 bail!("{}: streaming replays landmark recordings (.parquet in the ISLR layout)", input.display());
             };
             let sample = data::dataset::read_sample(format, &input)?;
@@ -214,6 +270,46 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             if events.is_empty() && !json {
                 println!("no sign recognized above threshold {threshold}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Eval {
+            model,
+            data,
+            split,
+            valid_fraction,
+            split_seed,
+            batch,
+            top_k,
+            precision,
+            max_bad_fraction,
+            out,
+            json,
+        } => {
+            if !(0.0..=1.0).contains(&max_bad_fraction) {
+                bail!("--max-bad-fraction {max_bad_fraction}: expected a share in [0, 1]");
+            }
+            if batch == 0 || top_k == 0 {
+                bail!("--batch and --top-k must be at least 1");
+            }
+            let predictor = load(&model, precision, top_k)?;
+            let split = resolve_split(split, predictor.model_dir(), valid_fraction, split_seed)?;
+            let opts = EvalOptions { split, batch, top_k, max_bad_fraction, progress: !json };
+            let report = infer::eval::evaluate(&predictor, &data, &opts)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", report.render());
+            }
+            if let Some(dir) = out {
+                let written = report.write_dir(&dir)?;
+                if !json {
+                    let names: Vec<String> = written
+                        .iter()
+                        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                        .collect();
+                    println!("wrote {}/{{{}}}", dir.display(), names.join(", "));
+                }
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -290,3 +290,228 @@ fn bad_models_and_inputs_are_errors() {
     assert_eq!(p.predict(&ok).unwrap().top.len(), 5);
     assert!(p.prepare(&ok, 0).is_ok());
 }
+
+#[test]
+fn evaluation_matches_the_trainers_validation_and_writes_its_files() {
+    use infer::eval::{evaluate, EvalOptions, Split};
+    let t = trained();
+    let predictor = Predictor::load(&t.run_dir, &cpu(None)).unwrap();
+    let pre = Arc::new(data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap());
+    let prepared = trainer::train::prepare_data(&t.cfg, &pre, false).unwrap();
+    let split = Split::from_model_config(predictor.model_dir(), true).unwrap();
+    assert_eq!(split, Split::Valid { fraction: t.cfg.data.valid_fraction, seed: t.cfg.data.split_seed });
+    let report = evaluate(&predictor, &prepared.root, &EvalOptions { split, batch: 7, ..Default::default() }).unwrap();
+
+    // The trainer's evaluation of the same weights on its validation split.
+    let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
+    let (_, model) = models::bundle::load_bundle::<device::Backend>(&t.run_dir.join("model"), &dev).unwrap();
+    let eval = trainer::train::evaluate(&model, &prepared.dataset, &pre, &prepared.valid, 8, 1, &dev);
+    let summary = t.summary.clone();
+    assert_eq!(report.n, prepared.valid.len());
+    assert_eq!(report.groups, summary.valid_groups);
+    assert!((report.top1 - eval.top1).abs() < 1e-12, "{} vs {}", report.top1, eval.top1);
+    assert!((report.top_k_accuracy - eval.top5).abs() < 1e-12);
+    assert!((report.loss - eval.loss).abs() < 1e-4, "{} vs {}", report.loss, eval.loss);
+    let theirs: std::collections::HashMap<&Path, &str> = prepared
+        .valid
+        .iter()
+        .zip(&eval.predictions)
+        .map(|(&i, &p)| (prepared.dataset.items[i].path.as_path(), prepared.dataset.labels[p].as_str()))
+        .collect();
+    for p in &report.predictions {
+        assert_eq!(theirs[p.path.as_path()], p.predicted, "{}", p.path.display());
+        assert!(p.confidence >= p.label_probability - 1e-12 && p.confidence <= 1.0);
+    }
+    // The matrix and the per-class / per-group figures agree with each other.
+    let total: usize = report.confusion.iter().flatten().sum();
+    let trace: usize = (0..report.labels.len()).map(|i| report.confusion[i][i]).sum();
+    assert_eq!(total, report.n);
+    assert!((trace as f64 / report.n as f64 - report.top1).abs() < 1e-12);
+    for (c, row) in report.per_class.iter().zip(&report.confusion) {
+        assert_eq!(c.support, row.iter().sum::<usize>());
+    }
+    assert_eq!(report.per_group.iter().map(|g| g.n).sum::<usize>(), report.n);
+    assert!(report.ece >= 0.0 && report.ece <= 1.0 && report.skipped.is_empty());
+    eprintln!("{}", report.render());
+
+    // The other side of the split and the whole dataset.
+    let train = evaluate(
+        &predictor,
+        &prepared.root,
+        &EvalOptions { split: Split::from_model_config(predictor.model_dir(), false).unwrap(), ..Default::default() },
+    )
+    .unwrap();
+    assert_eq!(train.n, prepared.train.len());
+    let all = evaluate(&predictor, &prepared.root, &EvalOptions::default()).unwrap();
+    assert_eq!(all.n, prepared.dataset.items.len());
+    assert_eq!(all.confusion.iter().flatten().sum::<usize>(), train.n + report.n);
+
+    // Files.
+    let tmp = tempfile::tempdir().unwrap();
+    let written = report.write_dir(&tmp.path().join("eval")).unwrap();
+    assert_eq!(written.len(), 4);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("eval/eval.json")).unwrap()).unwrap();
+    assert_eq!(json["top1"].as_f64(), Some(report.top1));
+    assert_eq!(json["split"]["kind"], "valid");
+    let lines = |f: &str| std::fs::read_to_string(tmp.path().join("eval").join(f)).unwrap().lines().count();
+    assert_eq!(lines("confusion.csv"), report.labels.len() + 1);
+    assert_eq!(lines("per_class.csv"), report.labels.len() + 1);
+    assert_eq!(lines("predictions.csv"), report.n + 1);
+}
+
+/// A dataset of the held-out files with the label map in another order, one unreadable file and
+/// (optionally) a sign the model never saw.
+fn relabelled_dataset(t: &Trained, dir: &Path, extra_sign: bool, corrupt: bool) -> usize {
+    let pre = data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap();
+    let prepared = trainer::train::prepare_data(&t.cfg, &pre, false).unwrap();
+    std::fs::create_dir_all(dir).unwrap();
+    let mut labels = prepared.dataset.labels.clone();
+    labels.reverse();
+    if extra_sign {
+        labels.push("zebra".into());
+    }
+    let map: serde_json::Map<String, serde_json::Value> =
+        labels.iter().enumerate().map(|(i, l)| (l.clone(), i.into())).collect();
+    std::fs::write(dir.join("sign_to_prediction_index_map.json"), serde_json::Value::Object(map).to_string()).unwrap();
+    let mut csv = String::from("path,participant_id,sequence_id,sign\n");
+    for (k, &i) in prepared.valid.iter().enumerate() {
+        let item = &prepared.dataset.items[i];
+        csv += &format!("{},{},{k},{}\n", item.path.display(), item.group, prepared.dataset.labels[item.label]);
+    }
+    let mut rows = prepared.valid.len();
+    if corrupt {
+        std::fs::write(dir.join("broken.parquet"), b"not parquet").unwrap();
+        csv += "broken.parquet,99,1000,";
+        csv += &prepared.dataset.labels[0];
+        csv += "\n";
+        rows += 1;
+    }
+    if extra_sign {
+        csv += &format!("{},7,1001,zebra\n", prepared.dataset.items[prepared.valid[0]].path.display());
+        rows += 1;
+    }
+    std::fs::write(dir.join("train.csv"), csv).unwrap();
+    rows
+}
+
+#[test]
+fn evaluation_matches_labels_by_name_and_reports_bad_files() {
+    use infer::eval::{evaluate, EvalOptions, Split};
+    let t = trained();
+    let predictor = Predictor::load(&t.run_dir, &cpu(None)).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let pre = data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap();
+    let root = trainer::train::prepare_data(&t.cfg, &pre, false).unwrap().root;
+    let split = Split::from_model_config(predictor.model_dir(), true).unwrap();
+    let reference = evaluate(&predictor, &root, &EvalOptions { split, ..Default::default() }).unwrap();
+
+    // Label map reversed, one corrupt file: same predictions, the bad file reported by name.
+    let dir = tmp.path().join("relabelled");
+    let rows = relabelled_dataset(t, &dir, false, true);
+    let opts = EvalOptions { max_bad_fraction: 0.5, ..Default::default() };
+    let r = evaluate(&predictor, &dir, &opts).unwrap();
+    assert_eq!(r.n, rows - 1);
+    assert_eq!(r.skipped.len(), 1);
+    assert!(r.skipped[0].reason.contains("broken.parquet: not a readable parquet file"), "{:?}", r.skipped);
+    assert_eq!(r.labels, reference.labels, "rows and columns stay in the model's label order");
+    assert_eq!(r.confusion, reference.confusion);
+    assert!((r.top1 - reference.top1).abs() < 1e-12);
+    // The same bad file over the allowed share is an error.
+    let e = evaluate(&predictor, &dir, &EvalOptions { max_bad_fraction: 0.0, ..Default::default() })
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains(&format!("1 of {rows} selected files could not be evaluated")), "{e}");
+
+    // A sign the model does not know is named.
+    let dir = tmp.path().join("unknown");
+    relabelled_dataset(t, &dir, true, false);
+    let e = evaluate(&predictor, &dir, &opts).unwrap_err().to_string();
+    assert!(e.contains("1 of the dataset's signs are not classes of the model") && e.contains("`zebra`"), "{e}");
+    // A directory that is no dataset, and a split that selects nothing.
+    let e = evaluate(&predictor, tmp.path(), &opts).unwrap_err().to_string();
+    assert!(e.contains(&tmp.path().display().to_string()), "{e}");
+    let none = EvalOptions { split: Split::Valid { fraction: 0.0, seed: 1 }, ..Default::default() };
+    let e = evaluate(&predictor, &root, &none).unwrap_err().to_string();
+    assert!(e.contains("selects no sequences"), "{e}");
+}
+
+#[test]
+fn eval_cli_prints_the_summary_and_writes_the_report() {
+    let t = trained();
+    let pre = data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap();
+    let root = trainer::train::prepare_data(&t.cfg, &pre, false).unwrap().root;
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("report");
+    let run = |args: &[&str]| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_infer")).args(args).output().unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let model = t.run_dir.display().to_string();
+    let data = root.display().to_string();
+    let (code, stdout, stderr) = run(&[
+        "eval",
+        "--model",
+        &model,
+        "--device",
+        "cpu",
+        "--data",
+        &data,
+        "--split",
+        "valid",
+        "--out",
+        &out.display().to_string(),
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("top-1 ") && stdout.contains("balanced accuracy") && stdout.contains("per signer top-1"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("split valid (valid_fraction 0.34, split_seed 42)"), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("eval.json")).unwrap()).unwrap();
+    let best = t.summary.best.as_ref().unwrap();
+    assert_eq!(best.metric, "valid_top1");
+    assert!((report["top1"].as_f64().unwrap() - best.value).abs() < 1e-12);
+
+    let (code, _, stderr) = run(&["eval", "--model", &model, "--device", "cpu", "--data", "/no/such/dataset"]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("/no/such/dataset"), "{stderr}");
+    let (code, _, stderr) = run(&["eval", "--model", &model, "--device", "cpu", "--data", &data, "--split-seed", "3"]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("add --split valid or --split train"), "{stderr}");
+}
+
+#[test]
+fn predict_files_keeps_order_and_names_bad_files() {
+    let t = trained();
+    let predictor = Predictor::load(&t.run_dir, &cpu(None)).unwrap();
+    let (samples, _, valid) = validation_files(t);
+    let expected: Vec<usize> = predictor.predict_batch(&samples).unwrap().iter().map(|p| p.best().index).collect();
+    let pre = data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap();
+    let prepared = trainer::train::prepare_data(&t.cfg, &pre, false).unwrap();
+    let mut files: Vec<PathBuf> = valid.iter().map(|&i| prepared.dataset.items[i].path.clone()).collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let (broken, notes) = (tmp.path().join("broken.parquet"), tmp.path().join("notes.txt"));
+    std::fs::write(&broken, b"not parquet").unwrap();
+    std::fs::write(&notes, b"hello").unwrap();
+    files.insert(3, broken.clone());
+    files.insert(7, notes.clone());
+    let mut got = Vec::new();
+    predictor
+        .predict_files(&files, 4, |f, r| {
+            got.push((f.to_path_buf(), r.map(|p| p.best().index).map_err(|e| e.to_string())))
+        })
+        .unwrap();
+    assert_eq!(got.iter().map(|g| &g.0).collect::<Vec<_>>(), files.iter().collect::<Vec<_>>(), "input order");
+    let ok: Vec<usize> = got.iter().filter_map(|g| g.1.as_ref().ok().copied()).collect();
+    assert_eq!(ok, expected);
+    let e = got[3].1.as_ref().unwrap_err();
+    assert!(e.contains("broken.parquet: not a readable parquet file"), "{e}");
+    let e = got[7].1.as_ref().unwrap_err();
+    assert!(e.contains("notes.txt: expected a .parquet (ISLR layout) or .npy file"), "{e}");
+}

@@ -58,6 +58,8 @@ pub struct Summary {
     pub device: String,
     pub device_reason: String,
     pub model: String,
+    /// The dataset root (`data.path`, or the generated synthetic dataset).
+    pub data_root: PathBuf,
     pub trainable_params: usize,
     pub input_features: usize,
     pub classes: usize,
@@ -1154,6 +1156,7 @@ pub fn run(mut cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
         device: selected.selection.name.clone(),
         device_reason: selected.selection.reason.clone(),
         model: cfg.model.kind().into(),
+        data_root: prepared.root.clone(),
         trainable_params: trainable,
         input_features: ds.features,
         classes: ds.num_classes(),
@@ -1216,6 +1219,13 @@ pub fn run(mut cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
             println!(
                 "recovery: {} skipped steps, {} rollbacks, LR scale {} (events.jsonl)",
                 summary.skipped_steps, summary.rollbacks, summary.lr_scale
+            );
+        }
+        if !valid_idx.is_empty() {
+            println!(
+                "per-class figures and confusion matrix: cargo run --release -p infer -- eval --model {} --data {} --split valid",
+                run_dir.display(),
+                summary.data_root.display()
             );
         }
         println!(
