@@ -197,8 +197,17 @@ impl SignDataset {
 
     /// Split item positions by group (see [`crate::index::split_by_group`]).
     pub fn split_by_group(&self, valid_fraction: f64, seed: u64) -> (Vec<usize>, Vec<usize>) {
-        let groups: Vec<&str> = self.items.iter().map(|i| i.group.as_str()).collect();
-        crate::index::split_by_group(&groups, valid_fraction, seed)
+        crate::index::split_by_group(&self.groups(), valid_fraction, seed)
+    }
+
+    /// Fold `fold` of `folds` by group (see [`crate::index::fold_by_group`]).
+    pub fn fold_by_group(&self, folds: usize, fold: usize, seed: u64) -> (Vec<usize>, Vec<usize>) {
+        crate::index::fold_by_group(&self.groups(), folds, fold, seed)
+    }
+
+    /// The group of each item.
+    pub fn groups(&self) -> Vec<&str> {
+        self.items.iter().map(|i| i.group.as_str()).collect()
     }
 }
 

@@ -190,8 +190,17 @@ fn read_npy_dir(root: &Path) -> Result<DatasetIndex> {
 impl DatasetIndex {
     /// Split entries by group (see [`split_by_group`]). Returns (train, valid) entry indices.
     pub fn split_by_group(&self, fraction: f64, seed: u64) -> (Vec<usize>, Vec<usize>) {
-        let groups: Vec<&str> = self.entries.iter().map(|e| e.group.as_str()).collect();
-        split_by_group(&groups, fraction, seed)
+        split_by_group(&self.groups(), fraction, seed)
+    }
+
+    /// Fold `fold` of `folds` by group (see [`fold_by_group`]). Returns (train, valid) entry indices.
+    pub fn fold_by_group(&self, folds: usize, fold: usize, seed: u64) -> (Vec<usize>, Vec<usize>) {
+        fold_by_group(&self.groups(), folds, fold, seed)
+    }
+
+    /// The group of each entry.
+    pub fn groups(&self) -> Vec<&str> {
+        self.entries.iter().map(|e| e.group.as_str()).collect()
     }
 }
 
@@ -218,12 +227,50 @@ pub fn split_by_group(groups: &[&str], fraction: f64, seed: u64) -> (Vec<usize>,
     }
     // Rank groups by hash and take the first ceil(fraction * groups) for validation, so the
     // validation set is never empty when fraction > 0.
-    let mut ranked: Vec<(f64, &str)> = distinct.iter().map(|g| (unit_hash(g, seed), *g)).collect();
-    ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(b.1)));
+    let ranked = rank_groups(&distinct, seed);
     let n_valid = ((distinct.len() as f64 * fraction).ceil() as usize).min(distinct.len() - 1);
-    let valid_groups: std::collections::HashSet<&str> = ranked.iter().take(n_valid).map(|(_, g)| *g).collect();
+    let valid_groups: std::collections::HashSet<&str> = ranked.iter().take(n_valid).copied().collect();
     for (i, g) in groups.iter().enumerate() {
         if valid_groups.contains(g) {
+            valid.push(i)
+        } else {
+            train.push(i)
+        }
+    }
+    (train, valid)
+}
+
+/// Distinct groups ordered by their seeded hash (ties by name): the order both splits deal from.
+fn rank_groups<'a>(distinct: &[&'a str], seed: u64) -> Vec<&'a str> {
+    let mut ranked: Vec<(f64, &str)> = distinct.iter().map(|g| (unit_hash(g, seed), *g)).collect();
+    ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(b.1)));
+    ranked.into_iter().map(|(_, g)| g).collect()
+}
+
+/// Number of distinct groups among `groups`.
+pub fn count_groups(groups: &[&str]) -> usize {
+    groups.iter().collect::<std::collections::HashSet<_>>().len()
+}
+
+/// K-fold cross-validation by group: distinct groups, ranked by their seeded hash, are dealt
+/// round-robin into `folds` folds; `fold` (0-based) is held out. Over `fold = 0..folds` every
+/// group is held out exactly once and no group is ever on both sides. Returns (train, valid)
+/// positions; `valid` is empty when there are fewer groups than folds and `fold` got none (callers
+/// check [`count_groups`] first).
+pub fn fold_by_group(groups: &[&str], folds: usize, fold: usize, seed: u64) -> (Vec<usize>, Vec<usize>) {
+    let mut distinct: Vec<&str> = groups.to_vec();
+    distinct.sort();
+    distinct.dedup();
+    let folds = folds.max(1);
+    let held_out: std::collections::HashSet<&str> = rank_groups(&distinct, seed)
+        .into_iter()
+        .enumerate()
+        .filter(|(r, _)| r % folds == fold)
+        .map(|(_, g)| g)
+        .collect();
+    let (mut train, mut valid) = (Vec::new(), Vec::new());
+    for (i, g) in groups.iter().enumerate() {
+        if held_out.contains(g) {
             valid.push(i)
         } else {
             train.push(i)

@@ -321,6 +321,24 @@ fn group_split_keeps_signers_apart() {
     assert!(groups(&train).is_disjoint(&groups(&valid)));
     assert_eq!(groups(&valid).len(), 1);
     assert_eq!(idx.split_by_group(0.2, 1), (train, valid), "deterministic");
+
+    // K-fold by signer: every signer held out exactly once over the folds, never on both sides.
+    let mut held_out = Vec::new();
+    for fold in 0..3 {
+        let (train, valid) = idx.fold_by_group(3, fold, 1);
+        assert_eq!(train.len() + valid.len(), idx.entries.len());
+        assert!(!valid.is_empty(), "fold {fold}");
+        assert!(groups(&train).is_disjoint(&groups(&valid)));
+        held_out.extend(groups(&valid));
+        assert_eq!(idx.fold_by_group(3, fold, 1), (train, valid), "deterministic");
+    }
+    held_out.sort();
+    let mut all: Vec<String> = groups(&(0..idx.entries.len()).collect::<Vec<_>>()).into_iter().collect();
+    all.sort();
+    assert_eq!(held_out, all, "5 signers in 3 folds: each held out once");
+    assert_eq!(data::index::count_groups(&idx.groups()), 5);
+    let dealt: std::collections::HashSet<_> = (0..10).map(|seed| idx.fold_by_group(3, 0, seed).1).collect();
+    assert!(dealt.len() > 1, "the seed deals the signers");
 }
 
 #[test]

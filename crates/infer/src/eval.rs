@@ -41,6 +41,69 @@ pub enum Split {
     Valid { fraction: f64, seed: u64 },
     /// The other signers of the same split.
     Train { fraction: f64, seed: u64 },
+    /// Fold `fold` of `data::index::fold_by_group(folds, fold, seed)`: the validation signers of
+    /// a cross-validation run (`trainer cv`).
+    FoldValid { folds: usize, fold: usize, seed: u64 },
+    /// The training signers of that fold.
+    FoldTrain { folds: usize, fold: usize, seed: u64 },
+}
+
+/// How a training run split its data: the `[data]` keys of the model's `config.toml`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TrainingSplit {
+    pub valid_fraction: f64,
+    pub split_seed: u64,
+    /// 0 = no cross-validation.
+    pub folds: usize,
+    pub fold: usize,
+}
+
+impl TrainingSplit {
+    /// Read `data.valid_fraction`, `data.split_seed`, `data.folds` and `data.fold` (the last two
+    /// default to 0: models trained before cross-validation existed) from `<model_dir>/config.toml`.
+    pub fn read(model_dir: &Path) -> Result<TrainingSplit> {
+        let path = model_dir.join("config.toml");
+        let err = |message: String| InferError::Model { path: path.clone(), message };
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            err(format!("{e}; the split of a training run needs its config (or give the fraction and seed)"))
+        })?;
+        let table: toml::Table = text.parse().map_err(|e| err(format!("not valid TOML: {e}")))?;
+        let data = table.get("data").and_then(toml::Value::as_table);
+        let int = |key: &str| data.and_then(|d| d.get(key)).map(|v| v.as_integer().and_then(|i| u64::try_from(i).ok()));
+        let valid_fraction = data
+            .and_then(|d| d.get("valid_fraction"))
+            .and_then(|v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64)))
+            .ok_or_else(|| err("`data.valid_fraction` is missing or not a number".into()))?;
+        let split_seed = int("split_seed")
+            .flatten()
+            .ok_or_else(|| err("`data.split_seed` is missing or not a non-negative integer".into()))?;
+        let folds = match int("folds") {
+            None => 0,
+            Some(v) => v.ok_or_else(|| err("`data.folds` is not a non-negative integer".into()))? as usize,
+        };
+        let fold = match int("fold") {
+            None => 0,
+            Some(v) => v.ok_or_else(|| err("`data.fold` is not a non-negative integer".into()))? as usize,
+        };
+        if !(0.0..1.0).contains(&valid_fraction) {
+            return Err(err(format!("`data.valid_fraction` is {valid_fraction}, expected [0, 1)")));
+        }
+        if folds == 1 || (folds > 1 && fold >= folds) {
+            return Err(err(format!("`data.folds` = {folds}, `data.fold` = {fold}: not a valid fold")));
+        }
+        Ok(TrainingSplit { valid_fraction, split_seed, folds, fold })
+    }
+
+    /// The held-out (`valid`) or training side of this split.
+    pub fn side(&self, valid: bool) -> Split {
+        let (fraction, seed, folds, fold) = (self.valid_fraction, self.split_seed, self.folds, self.fold);
+        match (self.folds >= 2, valid) {
+            (true, true) => Split::FoldValid { folds, fold, seed },
+            (true, false) => Split::FoldTrain { folds, fold, seed },
+            (false, true) => Split::Valid { fraction, seed },
+            (false, false) => Split::Train { fraction, seed },
+        }
+    }
 }
 
 impl std::fmt::Display for Split {
@@ -49,34 +112,19 @@ impl std::fmt::Display for Split {
             Split::All => write!(f, "all"),
             Split::Valid { fraction, seed } => write!(f, "valid (valid_fraction {fraction}, split_seed {seed})"),
             Split::Train { fraction, seed } => write!(f, "train (valid_fraction {fraction}, split_seed {seed})"),
+            Split::FoldValid { folds, fold, seed } => write!(f, "valid (fold {fold} of {folds}, split_seed {seed})"),
+            Split::FoldTrain { folds, fold, seed } => {
+                write!(f, "train (all but fold {fold} of {folds}, split_seed {seed})")
+            }
         }
     }
 }
 
 impl Split {
-    /// The split the model was trained with: `data.valid_fraction` and `data.split_seed` of the
-    /// `config.toml` the trainer exported next to the weights. `valid` picks the held-out side.
+    /// The split the model was trained with (see [`TrainingSplit::read`]): its held-out signers
+    /// when `valid`, else its training signers. A cross-validation fold gives its fold.
     pub fn from_model_config(model_dir: &Path, valid: bool) -> Result<Split> {
-        let path = model_dir.join("config.toml");
-        let err = |message: String| InferError::Model { path: path.clone(), message };
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            err(format!("{e}; the split of a training run needs its config (or give the fraction and seed)"))
-        })?;
-        let table: toml::Table = text.parse().map_err(|e| err(format!("not valid TOML: {e}")))?;
-        let data = table.get("data").and_then(toml::Value::as_table);
-        let fraction = data
-            .and_then(|d| d.get("valid_fraction"))
-            .and_then(|v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64)))
-            .ok_or_else(|| err("`data.valid_fraction` is missing or not a number".into()))?;
-        let seed = data
-            .and_then(|d| d.get("split_seed"))
-            .and_then(toml::Value::as_integer)
-            .and_then(|s| u64::try_from(s).ok())
-            .ok_or_else(|| err("`data.split_seed` is missing or not a non-negative integer".into()))?;
-        if !(0.0..1.0).contains(&fraction) {
-            return Err(err(format!("`data.valid_fraction` is {fraction}, expected [0, 1)")));
-        }
-        Ok(if valid { Split::Valid { fraction, seed } } else { Split::Train { fraction, seed } })
+        Ok(TrainingSplit::read(model_dir)?.side(valid))
     }
 
     /// Entry positions of `index` in this split, in index order.
@@ -85,6 +133,8 @@ impl Split {
             Split::All => (0..index.entries.len()).collect(),
             Split::Valid { fraction, seed } => index.split_by_group(fraction, seed).1,
             Split::Train { fraction, seed } => index.split_by_group(fraction, seed).0,
+            Split::FoldValid { folds, fold, seed } => index.fold_by_group(folds, fold, seed).1,
+            Split::FoldTrain { folds, fold, seed } => index.fold_by_group(folds, fold, seed).0,
         }
     }
 }
@@ -646,6 +696,33 @@ mod tests {
         assert!(e.contains("input 0: 2 logits for label 2; the model has 2 classes"), "{e}");
         let e = EvalReport::from_scores(&labels, &[scored(0, &[0.0, f32::NAN], "g")], 5).unwrap_err().to_string();
         assert!(e.contains("logit 1 is NaN"), "{e}");
+    }
+
+    #[test]
+    fn training_split_is_read_from_the_model_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let put = |text: &str| std::fs::write(dir.path().join("config.toml"), text).unwrap();
+        put("[data]\nvalid_fraction = 0.25\nsplit_seed = 42\n");
+        assert_eq!(Split::from_model_config(dir.path(), true).unwrap(), Split::Valid { fraction: 0.25, seed: 42 });
+        assert_eq!(Split::from_model_config(dir.path(), false).unwrap(), Split::Train { fraction: 0.25, seed: 42 });
+        put("[data]\nvalid_fraction = 0.25\nsplit_seed = 7\nfolds = 5\nfold = 3\n");
+        assert_eq!(
+            Split::from_model_config(dir.path(), true).unwrap(),
+            Split::FoldValid { folds: 5, fold: 3, seed: 7 }
+        );
+        assert_eq!(
+            Split::from_model_config(dir.path(), true).unwrap().to_string(),
+            "valid (fold 3 of 5, split_seed 7)"
+        );
+        put("[data]\nvalid_fraction = 0.25\nsplit_seed = 7\nfolds = 5\nfold = 5\n");
+        let e = Split::from_model_config(dir.path(), true).unwrap_err().to_string();
+        assert!(e.contains("config.toml: `data.folds` = 5, `data.fold` = 5: not a valid fold"), "{e}");
+        put("[data]\nsplit_seed = 7\n");
+        let e = Split::from_model_config(dir.path(), true).unwrap_err().to_string();
+        assert!(e.contains("`data.valid_fraction` is missing"), "{e}");
+        put("[data\n");
+        let e = Split::from_model_config(dir.path(), true).unwrap_err().to_string();
+        assert!(e.contains("not valid TOML"), "{e}");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use data::index::Format;
 use device::{DeviceSpec, Precision};
-use infer::eval::{EvalOptions, Split};
+use infer::eval::{EvalOptions, Split, TrainingSplit};
 use infer::{Predictor, PredictorOptions, StreamConfig, StreamingRecognizer};
 
 #[derive(Parser)]
@@ -145,20 +145,28 @@ fn resolve_split(
             bail!("--valid-fraction {f}: expected a share of signers in (0, 1)");
         }
     }
-    let (fraction, seed) = match (valid_fraction, split_seed) {
-        (Some(f), Some(s)) => (f, s),
-        _ => match Split::from_model_config(model_dir, true)? {
-            Split::Valid { fraction, seed } => (valid_fraction.unwrap_or(fraction), split_seed.unwrap_or(seed)),
-            _ => unreachable!("from_model_config(.., true) gives Valid"),
-        },
+    let valid = kind == SplitKind::Valid;
+    let split = match (valid_fraction, split_seed) {
+        (Some(fraction), Some(seed)) => TrainingSplit { valid_fraction: fraction, split_seed: seed, folds: 0, fold: 0 },
+        (None, None) => TrainingSplit::read(model_dir)?,
+        // One override: a fraction split, the other value from the training config.
+        (f, s) => {
+            let t = TrainingSplit::read(model_dir)?;
+            TrainingSplit {
+                valid_fraction: f.unwrap_or(t.valid_fraction),
+                split_seed: s.unwrap_or(t.split_seed),
+                folds: 0,
+                fold: 0,
+            }
+        }
     };
-    if fraction == 0.0 {
+    if split.folds == 0 && split.valid_fraction == 0.0 {
         bail!(
             "{}: the model was trained with data.valid_fraction = 0 (no held-out signers); use --split all or give --valid-fraction",
             model_dir.join("config.toml").display()
         );
     }
-    Ok(if kind == SplitKind::Valid { Split::Valid { fraction, seed } } else { Split::Train { fraction, seed } })
+    Ok(split.side(valid))
 }
 
 fn main() -> ExitCode {

@@ -77,6 +77,11 @@ pub struct DataConfig {
     /// Share of groups (signers) held out for validation; 0 = no validation.
     pub valid_fraction: f64,
     pub split_seed: u64,
+    /// K-fold cross-validation by group: 0 = off (use `valid_fraction`); K >= 2 deals the groups
+    /// into K folds and holds out fold `fold` (see `trainer cv`).
+    pub folds: usize,
+    /// The held-out fold (0-based) when `folds` >= 2.
+    pub fold: usize,
     pub on_error: OnError,
     pub max_bad_fraction: f64,
     /// Batch-building worker threads.
@@ -93,6 +98,8 @@ impl Default for DataConfig {
             cache_dir: ".signflow/cache".into(),
             valid_fraction: 0.25,
             split_seed: 42,
+            folds: 0,
+            fold: 0,
             on_error: OnError::Skip,
             max_bad_fraction: 0.05,
             workers: 2,
@@ -713,6 +720,15 @@ impl ExperimentConfig {
         })?;
         check((0.0..1.0).contains(&d.valid_fraction), "data.valid_fraction", || {
             format!("must be in [0, 1), got {}", d.valid_fraction)
+        })?;
+        check(d.folds != 1 && d.folds <= 1000, "data.folds", || {
+            format!("must be 0 (no cross-validation) or 2..=1000 folds, got {}", d.folds)
+        })?;
+        check(d.folds == 0 || d.fold < d.folds, "data.fold", || {
+            format!("must be a fold index in 0..{} (data.folds), got {}", d.folds, d.fold)
+        })?;
+        check(d.folds > 0 || d.fold == 0, "data.fold", || {
+            format!("is {} but data.folds is 0 (no cross-validation); set data.folds", d.fold)
         })?;
         check((0.0..=1.0).contains(&d.max_bad_fraction), "data.max_bad_fraction", || {
             format!("must be in [0, 1], got {}", d.max_bad_fraction)

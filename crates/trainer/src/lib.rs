@@ -7,6 +7,7 @@
 //! - [`train`]: the training loop (AdamW/SGD, LR schedules, label smoothing, global-norm
 //!   clipping, gradient accumulation, validation, early stopping, best-model tracking);
 //! - [`checkpoint`]: atomic checkpoints and exact resume;
+//! - [`cv`]: K-fold cross-validation by signer;
 //! - [`metrics`]: `metrics.csv`, `summary.json` and `curves.svg` in the run directory;
 //! - [`rundir`]: the run-directory layout, including the exported `model/` that `infer` loads.
 
@@ -14,6 +15,7 @@ pub mod amp;
 pub mod bench;
 pub mod checkpoint;
 pub mod config;
+pub mod cv;
 pub mod metrics;
 pub mod optim;
 pub mod plot;

@@ -62,6 +62,16 @@ enum Command {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// K-fold cross-validation by signer: one run per fold under --out (default
+    /// <out_dir>/<name>-cv-<time>), then cv.json with the mean and spread. Re-run with the same
+    /// --out to continue.
+    Cv {
+        #[command(flatten)]
+        layers: TrainArgs,
+        /// Number of folds (each signer is held out in exactly one).
+        #[arg(long, default_value_t = 5)]
+        folds: usize,
+    },
     /// Write the `[synthetic]` dataset of the resolved config to a directory (ISLR layout).
     Generate {
         #[command(flatten)]
@@ -203,6 +213,18 @@ fn real_main(cli: Cli) -> Result<(), TrainError> {
                 let text = serde_json::to_string_pretty(&report).map_err(|e| TrainError::io(&path, e))?;
                 trainer::rundir::write_atomic(&path, text.as_bytes())?;
             }
+            Ok(())
+        }
+        Some(Command::Cv { layers, folds }) => {
+            if let Some(r) = &layers.resume {
+                return Err(TrainError::Invalid(format!(
+                    "trainer cv continues with --out {}: --resume is for single runs",
+                    r.display()
+                )));
+            }
+            let cfg = layers.builder()?.build()?;
+            let summary = trainer::cv::run_cv(&cfg, folds, layers.out.clone())?;
+            print!("{}", summary.render());
             Ok(())
         }
         Some(Command::Generate { layers, to }) => {

@@ -147,7 +147,19 @@ pub fn prepare_data(cfg: &ExperimentConfig, pre: &Preprocessor, progress: bool) 
     for (path, why) in &ds.skipped {
         eprintln!("warning: skipped {}: {why}", path.display());
     }
-    let (train, valid) = ds.split_by_group(cfg.data.valid_fraction, cfg.data.split_seed);
+    let (train, valid) = if cfg.data.folds >= 2 {
+        let groups = data::index::count_groups(&ds.groups());
+        if groups < cfg.data.folds {
+            return Err(TrainError::Invalid(format!(
+                "data.folds = {} but {} has {groups} signers (groups); each fold needs at least one",
+                cfg.data.folds,
+                root.display()
+            )));
+        }
+        ds.fold_by_group(cfg.data.folds, cfg.data.fold, cfg.data.split_seed)
+    } else {
+        ds.split_by_group(cfg.data.valid_fraction, cfg.data.split_seed)
+    };
     Ok(PreparedData { root, dataset: Arc::new(ds), train, valid })
 }
 
@@ -451,7 +463,7 @@ fn diff_keys(a: &toml::Value, b: &toml::Value, prefix: &str, out: &mut Vec<Strin
 }
 
 /// Refuse to resume when what fixes the model's shapes or the data order changed.
-fn check_resume_compatible(run_dir: &Path, saved: &ExperimentConfig, now: &ExperimentConfig) -> Result<()> {
+pub(crate) fn check_resume_compatible(run_dir: &Path, saved: &ExperimentConfig, now: &ExperimentConfig) -> Result<()> {
     let to_value = |c: &ExperimentConfig| toml::Value::try_from(c).expect("configs serialize");
     let (a, b) = (to_value(saved), to_value(now));
     let mut diffs = Vec::new();

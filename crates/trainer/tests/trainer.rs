@@ -562,3 +562,66 @@ fn bench_times_every_phase_of_the_configured_model() {
     let e = bench(&cfg, &bad).unwrap_err().to_string();
     assert!(e.contains("batch 0"), "{e}");
 }
+
+#[test]
+fn cross_validation_holds_out_every_signer_once_and_continues() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = smoke(tmp.path(), &["training.epochs=2"]);
+    let dir = tmp.path().join("cv");
+    let cv = trainer::cv::run_cv(&cfg, 2, Some(dir.clone())).unwrap();
+    assert_eq!((cv.folds, cv.per_fold.len()), (2, 2));
+
+    // Which signers each fold held out, by the same split function the runs used.
+    let pre = data::preprocess::Preprocessor::new(cfg.preprocess.clone()).unwrap();
+    let mut held_out = Vec::new();
+    let mut total = 0;
+    for (fold, f) in cv.per_fold.iter().enumerate() {
+        let mut fold_cfg = cfg.clone();
+        (fold_cfg.data.folds, fold_cfg.data.fold) = (2, fold);
+        let p = trainer::train::prepare_data(&fold_cfg, &pre, false).unwrap();
+        let groups: std::collections::BTreeSet<&str> =
+            p.valid.iter().map(|&i| p.dataset.items[i].group.as_str()).collect();
+        let train_groups: std::collections::BTreeSet<&str> =
+            p.train.iter().map(|&i| p.dataset.items[i].group.as_str()).collect();
+        assert!(groups.is_disjoint(&train_groups), "fold {fold}");
+        assert_eq!((f.valid_groups, f.valid_samples, f.train_samples), (groups.len(), p.valid.len(), p.train.len()));
+        held_out.extend(groups.into_iter().map(String::from));
+        total = p.dataset.items.len();
+        assert!(f.run_dir.join("model/model.json").is_file() && !f.reused);
+        let saved = ExperimentConfig::from_file(&f.run_dir.join("config.toml")).unwrap();
+        assert_eq!((saved.data.folds, saved.data.fold), (2, fold));
+    }
+    held_out.sort();
+    assert_eq!(held_out.len(), 4, "smoke has 4 signers, each held out exactly once: {held_out:?}");
+    held_out.dedup();
+    assert_eq!(held_out.len(), 4);
+    assert_eq!(cv.per_fold.iter().map(|f| f.valid_samples).sum::<usize>(), total);
+
+    let top1: Vec<f64> = cv.per_fold.iter().map(|f| f.valid_top1.unwrap()).collect();
+    let spread = cv.valid_top1.unwrap();
+    assert!((spread.mean - (top1[0] + top1[1]) / 2.0).abs() < 1e-12);
+    assert!((spread.std - (top1[0] - top1[1]).abs() / 2f64.sqrt()).abs() < 1e-12);
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("cv.json")).unwrap()).unwrap();
+    assert_eq!(json["valid_top1"]["mean"].as_f64(), Some(spread.mean));
+    assert!(cv.render().contains("validation top-1"), "{}", cv.render());
+
+    // The same command again reads the finished folds back; another experiment is refused.
+    let again = trainer::cv::run_cv(&cfg, 2, Some(dir.clone())).unwrap();
+    assert!(again.per_fold.iter().all(|f| f.reused));
+    assert_eq!(again.valid_top1, cv.valid_top1);
+    let other = smoke(tmp.path(), &["training.epochs=2", "training.seed=5"]);
+    let e = trainer::cv::run_cv(&other, 2, Some(dir.clone())).unwrap_err().to_string();
+    assert!(e.contains("fold-0") && e.contains("training.seed"), "{e}");
+    let e = trainer::cv::run_cv(&cfg, 3, Some(dir)).unwrap_err().to_string();
+    assert!(e.contains("data.folds"), "{e}");
+
+    // Bad settings.
+    let e = smoke_builder(tmp.path(), &["data.folds=1"]).build().unwrap_err().to_string();
+    assert!(e.contains("data.folds") && e.contains("must be 0 (no cross-validation) or 2..=1000"), "{e}");
+    let e = smoke_builder(tmp.path(), &["data.folds=3", "data.fold=3"]).build().unwrap_err().to_string();
+    assert!(e.contains("data.fold") && e.contains("0..3"), "{e}");
+    let e = trainer::cv::run_cv(&cfg, 5, Some(tmp.path().join("cv5"))).unwrap_err().to_string();
+    assert!(e.contains("data.folds = 5 but") && e.contains("has 4 signers"), "{e}");
+    let e = trainer::cv::run_cv(&cfg, 1, None).unwrap_err().to_string();
+    assert!(e.contains("--folds 1"), "{e}");
+}
