@@ -31,21 +31,8 @@ fn bench(c: &mut Criterion) {
     let features = pre.output_features(true, data::layout::NUM_LANDMARKS);
     let device = device::dispatch_device(&device::Target::Cpu).unwrap();
     let model = cfg.model.init::<device::Backend>(features, index.labels.len(), &device);
-    let card = ModelCard {
-        format: models::bundle::MODEL_FORMAT.into(),
-        format_version: models::bundle::MODEL_FORMAT_VERSION,
-        signflow_version: env!("CARGO_PKG_VERSION").into(),
-        model: cfg.model.clone(),
-        preprocess: cfg.preprocess.clone(),
-        input_features: features,
-        labels: index.labels.clone(),
-        trainable_params: model.num_params(),
-        epoch: 0,
-        step: 0,
-        valid_top1: None,
-        valid_loss: None,
-        median_frames: None,
-    };
+    let card =
+        ModelCard::new(cfg.model.clone(), cfg.preprocess.clone(), features, index.labels.clone(), model.num_params());
     let model_dir = tmp.path().join("model");
     models::bundle::write_bundle(&model_dir, &model, &card, "").unwrap();
     let opts = PredictorOptions { device: device::DeviceSpec::Cpu, ..Default::default() };

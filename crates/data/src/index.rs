@@ -229,15 +229,7 @@ pub fn split_by_group(groups: &[&str], fraction: f64, seed: u64) -> (Vec<usize>,
     // validation set is never empty when fraction > 0.
     let ranked = rank_groups(&distinct, seed);
     let n_valid = ((distinct.len() as f64 * fraction).ceil() as usize).min(distinct.len() - 1);
-    let valid_groups: std::collections::HashSet<&str> = ranked.iter().take(n_valid).copied().collect();
-    for (i, g) in groups.iter().enumerate() {
-        if valid_groups.contains(g) {
-            valid.push(i)
-        } else {
-            train.push(i)
-        }
-    }
-    (train, valid)
+    partition(groups, &ranked.into_iter().take(n_valid).collect())
 }
 
 /// Distinct groups ordered by their seeded hash (ties by name): the order both splits deal from.
@@ -245,6 +237,19 @@ fn rank_groups<'a>(distinct: &[&'a str], seed: u64) -> Vec<&'a str> {
     let mut ranked: Vec<(f64, &str)> = distinct.iter().map(|g| (unit_hash(g, seed), *g)).collect();
     ranked.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(b.1)));
     ranked.into_iter().map(|(_, g)| g).collect()
+}
+
+/// (train, valid) positions: valid are those whose group is in `held_out`.
+fn partition(groups: &[&str], held_out: &std::collections::HashSet<&str>) -> (Vec<usize>, Vec<usize>) {
+    let (mut train, mut valid) = (Vec::new(), Vec::new());
+    for (i, g) in groups.iter().enumerate() {
+        if held_out.contains(g) {
+            valid.push(i)
+        } else {
+            train.push(i)
+        }
+    }
+    (train, valid)
 }
 
 /// Number of distinct groups among `groups`.
@@ -268,15 +273,7 @@ pub fn fold_by_group(groups: &[&str], folds: usize, fold: usize, seed: u64) -> (
         .filter(|(r, _)| r % folds == fold)
         .map(|(_, g)| g)
         .collect();
-    let (mut train, mut valid) = (Vec::new(), Vec::new());
-    for (i, g) in groups.iter().enumerate() {
-        if held_out.contains(g) {
-            valid.push(i)
-        } else {
-            train.push(i)
-        }
-    }
-    (train, valid)
+    partition(groups, &held_out)
 }
 
 /// FNV-1a offset basis.

@@ -49,6 +49,34 @@ pub struct ModelCard {
     pub median_frames: Option<usize>,
 }
 
+impl ModelCard {
+    /// A card of the current format for `model` (epoch/step 0, no validation figures, no median
+    /// length: set those fields when they are known).
+    pub fn new(
+        model: ModelConfig,
+        preprocess: PreprocessConfig,
+        input_features: usize,
+        labels: Vec<String>,
+        trainable_params: usize,
+    ) -> Self {
+        Self {
+            format: MODEL_FORMAT.into(),
+            format_version: MODEL_FORMAT_VERSION,
+            signflow_version: env!("CARGO_PKG_VERSION").into(),
+            model,
+            preprocess,
+            input_features,
+            labels,
+            trainable_params,
+            epoch: 0,
+            step: 0,
+            valid_top1: None,
+            valid_loss: None,
+            median_frames: None,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum BundleError {
     #[error("{path}: {message}")]

@@ -1131,14 +1131,6 @@ pub fn run(mut cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
         _ => (model.valid(), state.history.last().cloned()),
     };
     let card = ModelCard {
-        format: models::bundle::MODEL_FORMAT.into(),
-        format_version: models::bundle::MODEL_FORMAT_VERSION,
-        signflow_version: env!("CARGO_PKG_VERSION").into(),
-        model: cfg.model.clone(),
-        preprocess: cfg.preprocess.clone(),
-        input_features: ds.features,
-        labels: ds.labels.clone(),
-        trainable_params: trainable,
         epoch: exported_epoch.as_ref().map(|h| h.epoch).unwrap_or(0),
         step: exported_epoch.as_ref().map(|h| h.step).unwrap_or(state.step),
         valid_top1: exported_epoch.as_ref().and_then(|h| h.valid_top1),
@@ -1148,6 +1140,7 @@ pub fn run(mut cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
             lens.sort_unstable();
             lens.get(lens.len() / 2).copied()
         },
+        ..ModelCard::new(cfg.model.clone(), cfg.preprocess.clone(), ds.features, ds.labels.clone(), trainable)
     };
     let exported_model = rundir::export_model(&run_dir, &export, &card, &config_toml)?;
 
