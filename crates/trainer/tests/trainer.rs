@@ -88,7 +88,13 @@ fn layers_apply_in_order_and_remember_their_origin() {
     // A new model kind replaces the default's conv-transformer keys instead of failing on them.
     assert_eq!(cfg.model, models::ModelConfig::Gru(models::GruModelConfig { hidden: 32, ..Default::default() }));
     assert_eq!(b.origin_of("training.epochs").to_string(), format!("{}, line 2", file.display()));
-    assert_eq!(b.origin_of("optimizer.lr").to_string(), "built-in default, line 48");
+    let lr_line = DEFAULT_TOML
+        .lines()
+        .skip_while(|l| l.trim() != "[optimizer]")
+        .position(|l| l.starts_with("lr "))
+        .map(|i| i + 1 + DEFAULT_TOML.lines().position(|l| l.trim() == "[optimizer]").unwrap())
+        .unwrap();
+    assert_eq!(b.origin_of("optimizer.lr").to_string(), format!("built-in default, line {lr_line}"));
 
     b.add_set("training.epochs=7").unwrap();
     b.add_set("optimizer.lr=2e-3").unwrap();
