@@ -209,9 +209,7 @@ impl DatasetIndex {
 /// appears on both sides. Returns (train, valid) positions. With a single group, falls back to a
 /// per-position split.
 pub fn split_by_group(groups: &[&str], fraction: f64, seed: u64) -> (Vec<usize>, Vec<usize>) {
-    let mut distinct: Vec<&str> = groups.to_vec();
-    distinct.sort();
-    distinct.dedup();
+    let distinct = distinct_groups(groups);
     let fraction = fraction.clamp(0.0, 1.0);
     let mut train = Vec::new();
     let mut valid = Vec::new();
@@ -252,9 +250,17 @@ fn partition(groups: &[&str], held_out: &std::collections::HashSet<&str>) -> (Ve
     (train, valid)
 }
 
+/// The distinct groups, sorted.
+fn distinct_groups<'a>(groups: &[&'a str]) -> Vec<&'a str> {
+    let mut distinct = groups.to_vec();
+    distinct.sort_unstable();
+    distinct.dedup();
+    distinct
+}
+
 /// Number of distinct groups among `groups`.
 pub fn count_groups(groups: &[&str]) -> usize {
-    groups.iter().collect::<std::collections::HashSet<_>>().len()
+    distinct_groups(groups).len()
 }
 
 /// K-fold cross-validation by group: distinct groups, ranked by their seeded hash, are dealt
@@ -263,11 +269,8 @@ pub fn count_groups(groups: &[&str]) -> usize {
 /// positions; `valid` is empty when there are fewer groups than folds and `fold` got none (callers
 /// check [`count_groups`] first).
 pub fn fold_by_group(groups: &[&str], folds: usize, fold: usize, seed: u64) -> (Vec<usize>, Vec<usize>) {
-    let mut distinct: Vec<&str> = groups.to_vec();
-    distinct.sort();
-    distinct.dedup();
     let folds = folds.max(1);
-    let held_out: std::collections::HashSet<&str> = rank_groups(&distinct, seed)
+    let held_out: std::collections::HashSet<&str> = rank_groups(&distinct_groups(groups), seed)
         .into_iter()
         .enumerate()
         .filter(|(r, _)| r % folds == fold)

@@ -531,13 +531,12 @@ pub fn evaluate(predictor: &Predictor, data_dir: &Path, opts: &EvalOptions) -> R
     let index = data::index::open(data_dir).map_err(InferError::Data)?;
     let positions = opts.split.positions(&index);
     if positions.is_empty() {
-        let groups: std::collections::HashSet<&str> = index.entries.iter().map(|e| e.group.as_str()).collect();
         return Err(InferError::Eval(format!(
             "{}: the split {} selects no sequences ({} sequences of {} signers in the dataset)",
             data_dir.display(),
             opts.split,
             index.entries.len(),
-            groups.len()
+            data::index::count_groups(&index.groups())
         )));
     }
     let by_name: HashMap<&str, usize> = predictor.labels().iter().enumerate().map(|(i, l)| (l.as_str(), i)).collect();
@@ -574,25 +573,22 @@ pub fn evaluate(predictor: &Predictor, data_dir: &Path, opts: &EvalOptions) -> R
     let read = |k: usize| predictor.prepare_read(index.format, &index.entries[positions[k]].path);
     let outcome = crate::prepare_ahead(positions.len(), opts.batch, read, |chunk| {
         let n = chunk.len() as u64;
-        let mut ok = Vec::with_capacity(chunk.len());
-        let mut windows = Vec::with_capacity(chunk.len());
-        for (k, r) in chunk {
-            let entry = &index.entries[positions[k]];
-            match r {
-                Ok(p) => {
-                    ok.push(entry);
-                    windows.push(p);
+        let (windows, outcomes) = crate::take_windows(chunk);
+        let mut rows = predictor.logits(&windows)?.into_iter();
+        for (k, error) in outcomes {
+            let e = &index.entries[positions[k]];
+            match error {
+                None => {
+                    let label = model_label[e.label].expect("unknown labels were rejected above");
+                    let logits = rows.next().expect("one logit row per prepared window");
+                    scores.push(Scored { path: e.path.clone(), group: e.group.clone(), label, logits });
                 }
-                Err(e) => {
-                    let reason = e.to_string();
+                Some(err) => {
+                    let reason = err.to_string();
                     bar.suspend(|| eprintln!("warning: skipped {reason}"));
-                    skipped.push(SkippedFile { path: entry.path.clone(), reason });
+                    skipped.push(SkippedFile { path: e.path.clone(), reason });
                 }
             }
-        }
-        for (e, logits) in ok.into_iter().zip(predictor.logits(&windows)?) {
-            let label = model_label[e.label].expect("unknown labels were rejected above");
-            scores.push(Scored { path: e.path.clone(), group: e.group.clone(), label, logits });
         }
         bar.inc(n);
         Ok(())

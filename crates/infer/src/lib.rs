@@ -63,13 +63,6 @@ pub enum InferError {
 
 pub type Result<T, E = InferError> = std::result::Result<T, E>;
 
-impl InferError {
-    /// A file that could not be read or validated.
-    pub fn from_data(e: data::DataError) -> Self {
-        Self::Input { index: 0, message: e.to_string() }
-    }
-}
-
 /// How to load a predictor.
 #[derive(Debug, Clone)]
 pub struct PredictorOptions {
@@ -284,10 +277,13 @@ impl Predictor {
             batch,
             |i| self.prepare_file(&files[i]),
             |chunk| {
-                let windows: Vec<Prepared> = chunk.iter().filter_map(|(_, r)| r.as_ref().ok().cloned()).collect();
+                let (windows, outcomes) = take_windows(chunk);
                 let mut predictions = self.predict_prepared(&windows)?.into_iter();
-                for (i, r) in chunk {
-                    let result = r.map(|_| predictions.next().expect("one prediction per prepared window"));
+                for (i, error) in outcomes {
+                    let result = match error {
+                        None => Ok(predictions.next().expect("one prediction per prepared window")),
+                        Some(e) => Err(e),
+                    };
                     on_result(&files[i], result);
                 }
                 Ok(())
@@ -382,6 +378,23 @@ impl Predictor {
 /// One batch of prepared inputs: (position, prepared window or the error naming the input).
 pub(crate) type Chunk = Vec<(usize, Result<Prepared>)>;
 
+/// Move a chunk's prepared windows out, in order, and keep per position its error, or `None`
+/// where the next window belongs (no copy of the window data).
+pub(crate) fn take_windows(chunk: Chunk) -> (Vec<Prepared>, Vec<(usize, Option<InferError>)>) {
+    let mut windows = Vec::with_capacity(chunk.len());
+    let outcomes = chunk
+        .into_iter()
+        .map(|(i, r)| match r {
+            Ok(p) => {
+                windows.push(p);
+                (i, None)
+            }
+            Err(e) => (i, Some(e)),
+        })
+        .collect();
+    (windows, outcomes)
+}
+
 /// Prepare positions `0..n` in batches of `batch` on worker threads (rayon within a batch), one
 /// batch ahead of `consume`, which runs on the calling thread in order. An error from `consume`
 /// stops the reading and is returned. Returns the time the calling thread waited for batches.
@@ -397,9 +410,8 @@ pub(crate) fn prepare_ahead(
         let (tx, rx) = std::sync::mpsc::sync_channel::<Chunk>(1);
         let read = &read;
         s.spawn(move || {
-            let positions: Vec<usize> = (0..n).collect();
-            for chunk in positions.chunks(batch) {
-                let prepared: Chunk = chunk.par_iter().map(|&i| (i, read(i))).collect();
+            for start in (0..n).step_by(batch) {
+                let prepared: Chunk = (start..(start + batch).min(n)).into_par_iter().map(|i| (i, read(i))).collect();
                 if tx.send(prepared).is_err() {
                     break;
                 }
