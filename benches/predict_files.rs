@@ -13,11 +13,11 @@
 use std::hint::black_box;
 use std::path::PathBuf;
 
+use bundle::ModelCard;
 use burn::module::Module;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use data::index::Format;
 use infer::{Predictor, PredictorOptions};
-use models::bundle::ModelCard;
 
 fn bench(c: &mut Criterion) {
     let tmp = tempfile::tempdir().unwrap();
@@ -34,7 +34,7 @@ fn bench(c: &mut Criterion) {
     let card =
         ModelCard::new(cfg.model.clone(), cfg.preprocess.clone(), features, index.labels.clone(), model.num_params());
     let model_dir = tmp.path().join("model");
-    models::bundle::write_bundle(&model_dir, &model, &card, "").unwrap();
+    bundle::write_bundle(&model_dir, &model, &card, "").unwrap();
     let opts = PredictorOptions { device: device::DeviceSpec::Cpu, ..Default::default() };
     let predictor = Predictor::load(&model_dir, &opts).unwrap();
 

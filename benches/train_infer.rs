@@ -3,7 +3,8 @@
 //!
 //! - `train/<model>/forward`: forward + cross-entropy with autodiff tracking;
 //! - `train/<model>/forward_backward`: the above plus `backward()`;
-//! - `train/<model>/step`: forward, backward and the AdamW update (the trainer's `Optim`);
+//! - `train/<model>/step`: one whole optimizer step, `trainer::step::train_step` (forward,
+//!   backward, finite check and global gradient norm, clipping, the AdamW update);
 //! - `infer/<model>/batch1` and `infer/<model>/batch64`: forward without autodiff, read back.
 //!
 //! `cargo bench -p trainer --bench train_infer` (add `-- --quick` for a rougher, faster pass).
@@ -11,14 +12,16 @@
 
 use burn::module::{AutodiffModule, Module};
 use burn::nn::loss::CrossEntropyLossConfig;
-use burn::optim::GradientsParams;
-use burn::tensor::{Bool, Distribution, Int, Tensor, TensorData};
+use burn::tensor::{Bool, Distribution, FloatDType, Int, Tensor, TensorData};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use models::precision::Materialize;
+use data::loader::SignBatch;
+use models::precision::{ComputeModel, Materialize};
 use models::{ConvTransformerConfig, GruModelConfig, ModelConfig, SignModel, TransformerConfig};
 use trainer::bench::pad_mask_host;
 use trainer::config::OptimizerConfig;
 use trainer::optim::Optim;
+use trainer::profile::Profiler;
+use trainer::step::{train_step, StepFaults, StepSettings};
 use trainer::{InnerBackend, TrainBackend};
 
 const BATCH: usize = 64;
@@ -53,21 +56,33 @@ fn bench(c: &mut Criterion) {
         g.bench_function("forward_backward", |b| {
             b.iter(|| loss_fn.forward(model.forward(x.clone(), mask.clone()), labels.clone()).backward())
         });
-        let mut optim = Optim::new(&OptimizerConfig::default());
+        let optimizer = OptimizerConfig::default();
+        let mut optim = Optim::new(&optimizer);
+        let settings = StepSettings {
+            compute: FloatDType::F32,
+            micro_batches: 1,
+            loss_scale: 1.0,
+            lr: 1e-4,
+            clip_grad_norm: optimizer.clip_grad_norm,
+            dropout_seed: None,
+            faults: StepFaults::default(),
+        };
+        let mut prof = Profiler::new(false);
         let mut m = Some(model.clone());
         g.bench_function("step", |b| {
             b.iter(|| {
+                let batch = || SignBatch { inputs: x.clone(), pad_mask: mask.clone(), labels: labels.clone() };
                 let model = m.take().unwrap();
-                let loss = loss_fn.forward(model.forward(x.clone(), mask.clone()), labels.clone());
-                let grads = GradientsParams::from_grads(loss.backward(), &model);
-                m = Some(optim.step(1e-4, model, grads));
+                let (next, _) =
+                    train_step(&device, model, &mut optim, &loss_fn, &settings, &mut prof, |_| Ok(batch())).unwrap();
+                m = Some(next);
             })
         });
         g.finish();
 
         let mut g = c.benchmark_group(format!("infer/{kind}"));
         g.sample_size(20);
-        let infer: SignModel<InnerBackend> = model.valid();
+        let infer = ComputeModel::<InnerBackend>::new(model.valid(), FloatDType::F32);
         for batch in [1, BATCH] {
             let x =
                 Tensor::<InnerBackend, 3>::random([batch, FRAMES, FEATURES], Distribution::Normal(0.0, 1.0), &device);

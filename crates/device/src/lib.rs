@@ -26,7 +26,7 @@ pub mod select;
 pub mod spec;
 
 pub use burn::DispatchDevice;
-pub use capabilities::{Capabilities, DtypeSupport, Precision};
+pub use capabilities::{Capabilities, DtypeSupport, Precision, PrecisionSetting, ResolvedPrecision};
 pub use error::{DeviceError, Result};
 pub use inventory::Inventory;
 pub use memory::{empty_cache, host_memory, memory_stats, HostMemory, MemoryDelta, MemoryGuard, MemoryStats};

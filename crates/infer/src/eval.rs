@@ -6,8 +6,8 @@
 //! use infer::eval::{evaluate, EvalOptions, Split};
 //! use infer::{Predictor, PredictorOptions};
 //! let predictor = Predictor::load("runs/default-20261122-193204".as_ref(), &PredictorOptions::default())?;
-//! // The trainer's validation signers: its data.valid_fraction and data.split_seed.
-//! let split = Split::from_model_config(predictor.model_dir(), true)?;
+//! // The trainer's validation signers, as the model card records them.
+//! let split = Split::from_card(predictor.card(), true)?;
 //! let report = evaluate(&predictor, "/data/asl-signs".as_ref(), &EvalOptions { split, ..Default::default() })?;
 //! println!("{}", report.render());
 //! report.write_dir("runs/default-20261122-193204/eval".as_ref())?;
@@ -26,6 +26,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::Serialize;
+
+use bundle::{ModelCard, TrainingSplit};
 
 use crate::{InferError, Predictor, Result};
 
@@ -48,64 +50,6 @@ pub enum Split {
     FoldTrain { folds: usize, fold: usize, seed: u64 },
 }
 
-/// How a training run split its data: the `[data]` keys of the model's `config.toml`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct TrainingSplit {
-    pub valid_fraction: f64,
-    pub split_seed: u64,
-    /// 0 = no cross-validation.
-    pub folds: usize,
-    pub fold: usize,
-}
-
-impl TrainingSplit {
-    /// Read `data.valid_fraction`, `data.split_seed`, `data.folds` and `data.fold` (the last two
-    /// default to 0: models trained before cross-validation existed) from `<model_dir>/config.toml`.
-    pub fn read(model_dir: &Path) -> Result<TrainingSplit> {
-        let path = model_dir.join("config.toml");
-        let err = |message: String| InferError::Model { path: path.clone(), message };
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            err(format!("{e}; the split of a training run needs its config (or give the fraction and seed)"))
-        })?;
-        let table: toml::Table = text.parse().map_err(|e| err(format!("not valid TOML: {e}")))?;
-        let data = table.get("data").and_then(toml::Value::as_table);
-        let int = |key: &str| data.and_then(|d| d.get(key)).map(|v| v.as_integer().and_then(|i| u64::try_from(i).ok()));
-        let valid_fraction = data
-            .and_then(|d| d.get("valid_fraction"))
-            .and_then(|v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64)))
-            .ok_or_else(|| err("`data.valid_fraction` is missing or not a number".into()))?;
-        let split_seed = int("split_seed")
-            .flatten()
-            .ok_or_else(|| err("`data.split_seed` is missing or not a non-negative integer".into()))?;
-        let folds = match int("folds") {
-            None => 0,
-            Some(v) => v.ok_or_else(|| err("`data.folds` is not a non-negative integer".into()))? as usize,
-        };
-        let fold = match int("fold") {
-            None => 0,
-            Some(v) => v.ok_or_else(|| err("`data.fold` is not a non-negative integer".into()))? as usize,
-        };
-        if !(0.0..1.0).contains(&valid_fraction) {
-            return Err(err(format!("`data.valid_fraction` is {valid_fraction}, expected [0, 1)")));
-        }
-        if folds == 1 || (folds > 1 && fold >= folds) {
-            return Err(err(format!("`data.folds` = {folds}, `data.fold` = {fold}: not a valid fold")));
-        }
-        Ok(TrainingSplit { valid_fraction, split_seed, folds, fold })
-    }
-
-    /// The held-out (`valid`) or training side of this split.
-    pub fn side(&self, valid: bool) -> Split {
-        let (fraction, seed, folds, fold) = (self.valid_fraction, self.split_seed, self.folds, self.fold);
-        match (self.folds >= 2, valid) {
-            (true, true) => Split::FoldValid { folds, fold, seed },
-            (true, false) => Split::FoldTrain { folds, fold, seed },
-            (false, true) => Split::Valid { fraction, seed },
-            (false, false) => Split::Train { fraction, seed },
-        }
-    }
-}
-
 impl std::fmt::Display for Split {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -121,10 +65,27 @@ impl std::fmt::Display for Split {
 }
 
 impl Split {
-    /// The split the model was trained with (see [`TrainingSplit::read`]): its held-out signers
+    /// The held-out (`valid`) or training side of a training run's split.
+    pub fn of_training(split: &TrainingSplit, valid: bool) -> Split {
+        let (fraction, seed, folds, fold) = (split.valid_fraction, split.split_seed, split.folds, split.fold);
+        match (folds >= 2, valid) {
+            (true, true) => Split::FoldValid { folds, fold, seed },
+            (true, false) => Split::FoldTrain { folds, fold, seed },
+            (false, true) => Split::Valid { fraction, seed },
+            (false, false) => Split::Train { fraction, seed },
+        }
+    }
+
+    /// The split the model was trained with, as its model card records it: its held-out signers
     /// when `valid`, else its training signers. A cross-validation fold gives its fold.
-    pub fn from_model_config(model_dir: &Path, valid: bool) -> Result<Split> {
-        Ok(TrainingSplit::read(model_dir)?.side(valid))
+    pub fn from_card(card: &ModelCard, valid: bool) -> Result<Split> {
+        let split = card.split.as_ref().ok_or_else(|| {
+            InferError::Eval(format!(
+                "the model card ({}) records no training split; give the split's valid fraction and seed",
+                bundle::layout::CARD_FILE
+            ))
+        })?;
+        Ok(Self::of_training(split, valid))
     }
 
     /// Entry positions of `index` in this split, in index order.
@@ -553,7 +514,7 @@ pub fn evaluate(predictor: &Predictor, data_dir: &Path, opts: &EvalOptions) -> R
             "{}: {} of the dataset's signs are not classes of the model ({}): {}{}",
             data_dir.display(),
             unknown.len(),
-            predictor.model_dir().join("labels.json").display(),
+            predictor.model_dir().join(bundle::layout::LABELS_FILE).display(),
             shown.join(", "),
             if unknown.len() > 8 { ", ..." } else { "" }
         )));
@@ -695,30 +656,30 @@ mod tests {
     }
 
     #[test]
-    fn training_split_is_read_from_the_model_config() {
-        let dir = tempfile::tempdir().unwrap();
-        let put = |text: &str| std::fs::write(dir.path().join("config.toml"), text).unwrap();
-        put("[data]\nvalid_fraction = 0.25\nsplit_seed = 42\n");
-        assert_eq!(Split::from_model_config(dir.path(), true).unwrap(), Split::Valid { fraction: 0.25, seed: 42 });
-        assert_eq!(Split::from_model_config(dir.path(), false).unwrap(), Split::Train { fraction: 0.25, seed: 42 });
-        put("[data]\nvalid_fraction = 0.25\nsplit_seed = 7\nfolds = 5\nfold = 3\n");
-        assert_eq!(
-            Split::from_model_config(dir.path(), true).unwrap(),
-            Split::FoldValid { folds: 5, fold: 3, seed: 7 }
+    fn the_training_split_comes_from_the_model_card() {
+        let split = |folds, fold| TrainingSplit {
+            valid_fraction: 0.25,
+            split_seed: 7,
+            folds,
+            fold,
+            valid_groups: vec!["1001".into(), "1005".into()],
+        };
+        assert_eq!(Split::of_training(&split(0, 0), true), Split::Valid { fraction: 0.25, seed: 7 });
+        assert_eq!(Split::of_training(&split(0, 0), false), Split::Train { fraction: 0.25, seed: 7 });
+        assert_eq!(Split::of_training(&split(5, 3), true), Split::FoldValid { folds: 5, fold: 3, seed: 7 });
+        assert_eq!(Split::of_training(&split(5, 3), true).to_string(), "valid (fold 3 of 5, split_seed 7)");
+        assert_eq!(Split::of_training(&split(5, 3), false), Split::FoldTrain { folds: 5, fold: 3, seed: 7 });
+        let mut card = ModelCard::new(
+            models::ModelConfig::default(),
+            data::preprocess::PreprocessConfig::default(),
+            10,
+            vec!["a".into(), "b".into()],
+            0,
         );
-        assert_eq!(
-            Split::from_model_config(dir.path(), true).unwrap().to_string(),
-            "valid (fold 3 of 5, split_seed 7)"
-        );
-        put("[data]\nvalid_fraction = 0.25\nsplit_seed = 7\nfolds = 5\nfold = 5\n");
-        let e = Split::from_model_config(dir.path(), true).unwrap_err().to_string();
-        assert!(e.contains("config.toml: `data.folds` = 5, `data.fold` = 5: not a valid fold"), "{e}");
-        put("[data]\nsplit_seed = 7\n");
-        let e = Split::from_model_config(dir.path(), true).unwrap_err().to_string();
-        assert!(e.contains("`data.valid_fraction` is missing"), "{e}");
-        put("[data\n");
-        let e = Split::from_model_config(dir.path(), true).unwrap_err().to_string();
-        assert!(e.contains("not valid TOML"), "{e}");
+        let e = Split::from_card(&card, true).unwrap_err().to_string();
+        assert!(e.contains("model.json) records no training split"), "{e}");
+        card.split = Some(split(0, 0));
+        assert_eq!(Split::from_card(&card, true).unwrap(), Split::Valid { fraction: 0.25, seed: 7 });
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! # SignFlow inference
 //!
-//! Load a model exported by the trainer (`<run>/model/`, format in `models::bundle`) and
+//! Load a model exported by the trainer (`<run>/model/`, format in the `bundle` crate) and
 //! recognize signs:
 //! - [`Predictor`]: `predict` one sequence, `predict_batch` many, from raw landmarks (through the
 //!   same preprocessing code as training: no train/serve skew) or from already prepared windows;
@@ -26,12 +26,12 @@ pub mod stream;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use burn::tensor::{Bool, FloatDType, Tensor, TensorData};
+use bundle::ModelCard;
+use burn::tensor::{Bool, Tensor, TensorData};
 use data::preprocess::Preprocessor;
 use data::{Prepared, Sample};
-use device::{DeviceSpec, Precision, SelectionPolicy};
-use models::bundle::ModelCard;
-use models::SignModel;
+use device::{DeviceSpec, Precision, PrecisionSetting, SelectionPolicy};
+use models::precision::ComputeModel;
 use serde::Serialize;
 
 pub use stream::{SignEvent, StreamConfig, StreamingRecognizer};
@@ -43,7 +43,7 @@ pub enum InferError {
     #[error("{path}: {message}")]
     Model { path: PathBuf, message: String },
     #[error(transparent)]
-    Bundle(#[from] models::bundle::BundleError),
+    Bundle(#[from] bundle::BundleError),
     #[error(transparent)]
     Device(#[from] device::DeviceError),
     #[error("input {index}: {message}")]
@@ -68,8 +68,9 @@ pub type Result<T, E = InferError> = std::result::Result<T, E>;
 pub struct PredictorOptions {
     pub device: DeviceSpec,
     pub policy: SelectionPolicy,
-    /// `None` = f32. f16/bf16 must be usable on the device.
-    pub precision: Option<Precision>,
+    /// Compute precision: `Auto` (the default) takes the device's choice, as training does
+    /// (f32 on the CPU); an explicit f16/bf16 must be usable on the device.
+    pub precision: PrecisionSetting,
     /// Labels returned per prediction.
     pub top_k: usize,
     /// Run one forward pass at load so the first real call is not the slow one.
@@ -78,7 +79,13 @@ pub struct PredictorOptions {
 
 impl Default for PredictorOptions {
     fn default() -> Self {
-        Self { device: DeviceSpec::Auto, policy: SelectionPolicy::default(), precision: None, top_k: 5, warm_up: true }
+        Self {
+            device: DeviceSpec::Auto,
+            policy: SelectionPolicy::default(),
+            precision: PrecisionSetting::Auto,
+            top_k: 5,
+            warm_up: true,
+        }
     }
 }
 
@@ -105,7 +112,7 @@ impl Prediction {
 /// A trained model on a device, ready to classify sequences.
 #[derive(Debug)]
 pub struct Predictor {
-    model: SignModel<Backend>,
+    model: ComputeModel<Backend>,
     card: ModelCard,
     preprocessor: Preprocessor,
     device: device::DispatchDevice,
@@ -115,49 +122,28 @@ pub struct Predictor {
     dir: PathBuf,
 }
 
-/// Accept a run directory (uses its `model/`) or a model directory itself.
-fn model_dir(path: &Path) -> Result<PathBuf> {
-    if path.join(models::bundle::CARD_FILE).is_file() {
-        return Ok(path.to_path_buf());
-    }
-    if path.join("model").join(models::bundle::CARD_FILE).is_file() {
-        return Ok(path.join("model"));
-    }
-    let message = if !path.exists() {
-        "does not exist".to_string()
-    } else if path.join("checkpoints").is_dir() {
-        "is a run directory without an exported model/ (the run did not finish; resume it with `trainer --resume`)"
-            .into()
-    } else {
-        format!(
-            "is not a SignFlow model: expected {} or model/{} in it",
-            models::bundle::CARD_FILE,
-            models::bundle::CARD_FILE
-        )
-    };
-    Err(InferError::Model { path: path.into(), message })
-}
-
 impl Predictor {
     /// Load `run_dir` (or its `model/` directory) onto the selected device.
     pub fn load(run_dir: &Path, opts: &PredictorOptions) -> Result<Self> {
-        let dir = model_dir(run_dir)?;
+        let dir = bundle::layout::find_model_dir(run_dir)?;
         let selected = device::resolve(&opts.device, &opts.policy)?;
-        let precision = opts.precision.unwrap_or(Precision::F32);
-        if !selected.selection.capabilities.supports(precision) {
+        let resolved = opts.precision.resolve(&selected.selection.capabilities);
+        if resolved.warning.is_some() {
+            let caps = &selected.selection.capabilities;
             return Err(InferError::Unsupported(format!(
-                "{precision} is not supported on {}; use f32{}",
+                "{} is not supported on {}; use f32{}",
+                opts.precision,
                 selected.selection.name,
-                if selected.selection.capabilities.supports(Precision::F16) { " or f16" } else { "" }
+                if caps.supports(Precision::F16) { " or f16" } else { "" }
             )));
         }
-        let (card, model) = models::bundle::load_bundle::<Backend>(&dir, &selected.device)?;
-        let preprocessor = Preprocessor::new(card.preprocess.clone())
-            .map_err(|e| InferError::Model { path: dir.join("model.json"), message: format!("preprocess: {e}") })?;
-        let model = match precision {
-            Precision::F32 => model,
-            p => models::precision::cast_for_compute(model, p.float_dtype()),
-        };
+        let precision = resolved.precision;
+        let (card, model) = bundle::load_bundle::<Backend>(&dir, &selected.device)?;
+        let preprocessor = Preprocessor::new(card.preprocess.clone()).map_err(|e| InferError::Model {
+            path: dir.join(bundle::layout::CARD_FILE),
+            message: format!("preprocess: {e}"),
+        })?;
+        let model = ComputeModel::new(model, precision.float_dtype());
         let p = Self {
             model,
             preprocessor,
@@ -352,14 +338,8 @@ impl Predictor {
             mask.extend(p.pad_mask());
         }
         let x = Tensor::<Backend, 3>::from_data(TensorData::new(inputs, [b, w, f]), &self.device);
-        let x = match self.precision {
-            Precision::F32 => x,
-            p => x.cast(p.float_dtype()),
-        };
         let m = Tensor::<Backend, 2, Bool>::from_data(TensorData::new(mask, [b, w]), &self.device);
-        let logits =
-            self.model.try_forward(x, m).map_err(|e| InferError::Input { index: 0, message: e.to_string() })?;
-        Ok(logits.cast(FloatDType::F32))
+        self.model.try_forward(x, m).map_err(|e| InferError::Input { index: 0, message: e.to_string() })
     }
 
     fn rank(&self, probs: &[f32]) -> Prediction {

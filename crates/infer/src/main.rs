@@ -5,10 +5,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
+use bundle::TrainingSplit;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use data::index::Format;
-use device::{DeviceSpec, Precision};
-use infer::eval::{EvalOptions, Split, TrainingSplit};
+use device::{DeviceSpec, PrecisionSetting};
+use infer::eval::{EvalOptions, Split};
 use infer::{Predictor, PredictorOptions, StreamConfig, StreamingRecognizer};
 
 #[derive(Parser)]
@@ -38,9 +39,9 @@ enum Command {
         input: PathBuf,
         #[arg(long, default_value_t = 5)]
         top_k: usize,
-        /// f32, f16 or bf16.
-        #[arg(long, default_value = "f32")]
-        precision: Precision,
+        /// auto (the device's choice: f32 on the CPU), f32, f16 or bf16.
+        #[arg(long, default_value = "auto")]
+        precision: PrecisionSetting,
         /// Sequences per forward pass.
         #[arg(long, default_value_t = 32)]
         batch: usize,
@@ -78,10 +79,10 @@ enum Command {
         /// Which sequences: all, valid (the signers the model's training run held out) or train.
         #[arg(long, value_enum, default_value_t = SplitKind::All)]
         split: SplitKind,
-        /// For valid/train: the held-out share of signers (default: data.valid_fraction of the model's config.toml).
+        /// For valid/train: the held-out share of signers (default: the training split recorded in the model card).
         #[arg(long)]
         valid_fraction: Option<f64>,
-        /// For valid/train: the split seed (default: data.split_seed of the model's config.toml).
+        /// For valid/train: the split seed (default: the training split recorded in the model card).
         #[arg(long)]
         split_seed: Option<u64>,
         /// Sequences per forward pass.
@@ -90,9 +91,9 @@ enum Command {
         /// The k of top-k accuracy.
         #[arg(long, default_value_t = 5)]
         top_k: usize,
-        /// f32, f16 or bf16.
-        #[arg(long, default_value = "f32")]
-        precision: Precision,
+        /// auto (the device's choice: f32 on the CPU), f32, f16 or bf16.
+        #[arg(long, default_value = "auto")]
+        precision: PrecisionSetting,
         /// Fail when more than this share of the selected files cannot be read.
         #[arg(long, default_value_t = 0.05)]
         max_bad_fraction: f64,
@@ -110,9 +111,9 @@ enum Command {
         /// Comma-separated batch sizes.
         #[arg(long, default_value = "1,8,64", value_delimiter = ',')]
         batch: Vec<usize>,
-        /// Comma-separated precisions.
-        #[arg(long, default_value = "f32", value_delimiter = ',')]
-        precision: Vec<Precision>,
+        /// Comma-separated precisions (auto, f32, f16, bf16).
+        #[arg(long, default_value = "auto", value_delimiter = ',')]
+        precision: Vec<PrecisionSetting>,
         #[arg(long, default_value_t = 50)]
         runs: usize,
         #[arg(long)]
@@ -127,10 +128,11 @@ enum SplitKind {
     Train,
 }
 
-/// The split to evaluate: explicit fraction/seed where given, the rest from the model's config.toml.
+/// The split to evaluate: explicit fraction/seed where given, the rest from the training split
+/// the model card records.
 fn resolve_split(
     kind: SplitKind,
-    model_dir: &Path,
+    card: &bundle::ModelCard,
     valid_fraction: Option<f64>,
     split_seed: Option<u64>,
 ) -> Result<Split> {
@@ -146,27 +148,31 @@ fn resolve_split(
         }
     }
     let valid = kind == SplitKind::Valid;
+    let recorded = || {
+        card.split.clone().ok_or_else(|| {
+            anyhow::anyhow!("the model card records no training split; give --valid-fraction and --split-seed")
+        })
+    };
     let split = match (valid_fraction, split_seed) {
-        (Some(fraction), Some(seed)) => TrainingSplit { valid_fraction: fraction, split_seed: seed, folds: 0, fold: 0 },
-        (None, None) => TrainingSplit::read(model_dir)?,
-        // One override: a fraction split, the other value from the training config.
+        (Some(fraction), Some(seed)) => fraction_split(fraction, seed),
+        (None, None) => recorded()?,
+        // One override: a fraction split, the other value from the training run.
         (f, s) => {
-            let t = TrainingSplit::read(model_dir)?;
-            TrainingSplit {
-                valid_fraction: f.unwrap_or(t.valid_fraction),
-                split_seed: s.unwrap_or(t.split_seed),
-                folds: 0,
-                fold: 0,
-            }
+            let t = recorded()?;
+            fraction_split(f.unwrap_or(t.valid_fraction), s.unwrap_or(t.split_seed))
         }
     };
     if split.folds == 0 && split.valid_fraction == 0.0 {
         bail!(
-            "{}: the model was trained with data.valid_fraction = 0 (no held-out signers); use --split all or give --valid-fraction",
-            model_dir.join("config.toml").display()
+            "the model was trained with data.valid_fraction = 0 (no held-out signers); use --split all or give --valid-fraction"
         );
     }
-    Ok(split.side(valid))
+    Ok(Split::of_training(&split, valid))
+}
+
+/// A held-out-fraction split (no folds, held-out signers not known in advance).
+fn fraction_split(valid_fraction: f64, split_seed: u64) -> TrainingSplit {
+    TrainingSplit { valid_fraction, split_seed, folds: 0, fold: 0, valid_groups: Vec::new() }
 }
 
 fn main() -> ExitCode {
@@ -184,8 +190,8 @@ fn main() -> ExitCode {
     }
 }
 
-fn load(m: &ModelArgs, precision: Precision, top_k: usize) -> Result<Predictor> {
-    let opts = PredictorOptions { device: m.device, precision: Some(precision), top_k, ..Default::default() };
+fn load(m: &ModelArgs, precision: PrecisionSetting, top_k: usize) -> Result<Predictor> {
+    let opts = PredictorOptions { device: m.device, precision, top_k, ..Default::default() };
     Ok(Predictor::load(&m.model, &opts)?)
 }
 
@@ -255,7 +261,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Stream { model, input, hop, threshold, window, boundary_frames, json } => {
-            let predictor = Arc::new(load(&model, Precision::F32, 5)?);
+            let predictor = Arc::new(load(&model, PrecisionSetting::Auto, 5)?);
             let Some(format @ Format::Islr) = Format::from_extension(&input) else {
                 bail!("{}: streaming replays landmark recordings (.parquet in the ISLR layout)", input.display());
             };
@@ -301,7 +307,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 bail!("--batch and --top-k must be at least 1");
             }
             let predictor = load(&model, precision, top_k)?;
-            let split = resolve_split(split, predictor.model_dir(), valid_fraction, split_seed)?;
+            let split = resolve_split(split, predictor.card(), valid_fraction, split_seed)?;
             let opts = EvalOptions { split, batch, top_k, max_bad_fraction, progress: !json };
             let report = infer::eval::evaluate(&predictor, &data, &opts)?;
             if json {

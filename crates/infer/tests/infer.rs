@@ -13,7 +13,7 @@ struct Trained {
     _tmp: tempfile::TempDir,
     run_dir: PathBuf,
     cfg: ExperimentConfig,
-    summary: trainer::train::Summary,
+    summary: trainer::report::Summary,
 }
 
 /// One model for the whole test binary: the built-in default experiment (small conv-transformer,
@@ -47,13 +47,14 @@ fn trained() -> &'static Trained {
 }
 
 fn cpu(precision: Option<Precision>) -> PredictorOptions {
+    let precision = precision.map_or(device::PrecisionSetting::F32, device::PrecisionSetting::from);
     PredictorOptions { device: device::DeviceSpec::Cpu, precision, ..Default::default() }
 }
 
 /// The held-out sequences, read from their files, with labels.
 fn validation_files(t: &Trained) -> (Vec<Sample>, Vec<usize>, Vec<usize>) {
     let pre = Arc::new(data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap());
-    let prepared = trainer::train::prepare_data(&t.cfg, &pre, false).unwrap();
+    let prepared = trainer::resolve::prepare_data(&t.cfg, &pre, false).unwrap();
     let samples = prepared
         .valid
         .iter()
@@ -72,9 +73,9 @@ fn predictions_equal_the_trainers_evaluation() {
 
     // The trainer's own evaluation of the exported weights on the same split.
     let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
-    let (_, model) = models::bundle::load_bundle::<device::Backend>(&t.run_dir.join("model"), &dev).unwrap();
+    let (_, model) = bundle::load_bundle::<device::Backend>(&t.run_dir.join("model"), &dev).unwrap();
     let pre = Arc::new(data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap());
-    let prepared = trainer::train::prepare_data(&t.cfg, &pre, false).unwrap();
+    let prepared = trainer::resolve::prepare_data(&t.cfg, &pre, false).unwrap();
     let eval = trainer::train::evaluate(&model, &prepared.dataset, &pre, &valid, 8, 1, &dev);
 
     let ours: Vec<usize> = preds.iter().map(|p| p.best().index).collect();
@@ -297,14 +298,14 @@ fn evaluation_matches_the_trainers_validation_and_writes_its_files() {
     let t = trained();
     let predictor = Predictor::load(&t.run_dir, &cpu(None)).unwrap();
     let pre = Arc::new(data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap());
-    let prepared = trainer::train::prepare_data(&t.cfg, &pre, false).unwrap();
-    let split = Split::from_model_config(predictor.model_dir(), true).unwrap();
+    let prepared = trainer::resolve::prepare_data(&t.cfg, &pre, false).unwrap();
+    let split = Split::from_card(predictor.card(), true).unwrap();
     assert_eq!(split, Split::Valid { fraction: t.cfg.data.valid_fraction, seed: t.cfg.data.split_seed });
     let report = evaluate(&predictor, &prepared.root, &EvalOptions { split, batch: 7, ..Default::default() }).unwrap();
 
     // The trainer's evaluation of the same weights on its validation split.
     let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
-    let (_, model) = models::bundle::load_bundle::<device::Backend>(&t.run_dir.join("model"), &dev).unwrap();
+    let (_, model) = bundle::load_bundle::<device::Backend>(&t.run_dir.join("model"), &dev).unwrap();
     let eval = trainer::train::evaluate(&model, &prepared.dataset, &pre, &prepared.valid, 8, 1, &dev);
     let summary = t.summary.clone();
     assert_eq!(report.n, prepared.valid.len());
@@ -338,7 +339,7 @@ fn evaluation_matches_the_trainers_validation_and_writes_its_files() {
     let train = evaluate(
         &predictor,
         &prepared.root,
-        &EvalOptions { split: Split::from_model_config(predictor.model_dir(), false).unwrap(), ..Default::default() },
+        &EvalOptions { split: Split::from_card(predictor.card(), false).unwrap(), ..Default::default() },
     )
     .unwrap();
     assert_eq!(train.n, prepared.train.len());
@@ -364,7 +365,7 @@ fn evaluation_matches_the_trainers_validation_and_writes_its_files() {
 /// (optionally) a sign the model never saw.
 fn relabelled_dataset(t: &Trained, dir: &Path, extra_sign: bool, corrupt: bool) -> usize {
     let pre = data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap();
-    let prepared = trainer::train::prepare_data(&t.cfg, &pre, false).unwrap();
+    let prepared = trainer::resolve::prepare_data(&t.cfg, &pre, false).unwrap();
     std::fs::create_dir_all(dir).unwrap();
     let mut labels = prepared.dataset.labels.clone();
     labels.reverse();
@@ -402,8 +403,8 @@ fn evaluation_matches_labels_by_name_and_reports_bad_files() {
     let predictor = Predictor::load(&t.run_dir, &cpu(None)).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let pre = data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap();
-    let root = trainer::train::prepare_data(&t.cfg, &pre, false).unwrap().root;
-    let split = Split::from_model_config(predictor.model_dir(), true).unwrap();
+    let root = trainer::resolve::prepare_data(&t.cfg, &pre, false).unwrap().root;
+    let split = Split::from_card(predictor.card(), true).unwrap();
     let reference = evaluate(&predictor, &root, &EvalOptions { split, ..Default::default() }).unwrap();
 
     // Label map reversed, one corrupt file: same predictions, the bad file reported by name.
@@ -440,7 +441,7 @@ fn evaluation_matches_labels_by_name_and_reports_bad_files() {
 fn eval_cli_prints_the_summary_and_writes_the_report() {
     let t = trained();
     let pre = data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap();
-    let root = trainer::train::prepare_data(&t.cfg, &pre, false).unwrap().root;
+    let root = trainer::resolve::prepare_data(&t.cfg, &pre, false).unwrap().root;
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("report");
     let run = |args: &[&str]| {
@@ -493,7 +494,7 @@ fn predict_files_keeps_order_and_names_bad_files() {
     let (samples, _, valid) = validation_files(t);
     let expected: Vec<usize> = predictor.predict_batch(&samples).unwrap().iter().map(|p| p.best().index).collect();
     let pre = data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap();
-    let prepared = trainer::train::prepare_data(&t.cfg, &pre, false).unwrap();
+    let prepared = trainer::resolve::prepare_data(&t.cfg, &pre, false).unwrap();
     let mut files: Vec<PathBuf> = valid.iter().map(|&i| prepared.dataset.items[i].path.clone()).collect();
     let tmp = tempfile::tempdir().unwrap();
     let (broken, notes) = (tmp.path().join("broken.parquet"), tmp.path().join("notes.txt"));

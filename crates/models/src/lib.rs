@@ -22,7 +22,6 @@
 //! # Ok::<(), models::ModelError>(())
 //! ```
 
-pub mod bundle;
 pub mod common;
 pub mod conv_transformer;
 pub mod gru;

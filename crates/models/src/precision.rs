@@ -7,8 +7,9 @@
 //! the f32 master weights.
 
 use crate::kernels::Kernels;
+use crate::{ModelError, SignModel};
 use burn::module::{Module, ModuleMapper, Param};
-use burn::tensor::{FloatDType, Tensor};
+use burn::tensor::{Bool, FloatDType, Tensor};
 
 /// Layer types whose parameters stay f32 under mixed precision.
 pub const KEEP_F32: [&str; 2] = ["BatchNorm", "Gru"];
@@ -70,6 +71,53 @@ impl<B: Kernels> ModuleMapper<B> for Materialize {
 /// A copy of `model` with compute-dtype weights (see [`ComputeCast`]).
 pub fn cast_for_compute<B: Kernels, M: Module<B>>(model: M, dtype: FloatDType) -> M {
     model.map(&mut ComputeCast::new(dtype))
+}
+
+/// A model ready to run its forward pass in a compute dtype: the one mixed-precision forward of
+/// SignFlow, used by training, validation, the benches and `infer`. The weights are cast once
+/// when it is built ([`cast_for_compute`]; `F32` keeps them as they are), the inputs are cast on
+/// each call, and the logits always come back in f32 (loss and softmax run in f32).
+#[derive(Debug, Clone)]
+pub struct ComputeModel<B: Kernels> {
+    model: SignModel<B>,
+    dtype: FloatDType,
+}
+
+impl<B: Kernels> ComputeModel<B> {
+    /// Cast `model` for computing in `dtype`.
+    pub fn new(model: SignModel<B>, dtype: FloatDType) -> Self {
+        let model = if dtype == FloatDType::F32 { model } else { cast_for_compute(model, dtype) };
+        Self { model, dtype }
+    }
+
+    /// The compute dtype.
+    pub fn dtype(&self) -> FloatDType {
+        self.dtype
+    }
+
+    /// The cast model.
+    pub fn model(&self) -> &SignModel<B> {
+        &self.model
+    }
+
+    /// Logits in f32.
+    ///
+    /// # Shapes
+    /// - `inputs`: `[batch, frames, features]` (f32; cast here)
+    /// - `pad_mask`: `[batch, frames]`, true = padding
+    /// - output: `[batch, classes]`, f32
+    pub fn forward(&self, inputs: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 2> {
+        if self.dtype == FloatDType::F32 {
+            return self.model.forward(inputs, pad_mask);
+        }
+        self.model.forward(inputs.cast(self.dtype), pad_mask).cast(FloatDType::F32)
+    }
+
+    /// [`ComputeModel::forward`] after checking the shapes (no device work before the check).
+    pub fn try_forward(&self, inputs: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Result<Tensor<B, 2>, ModelError> {
+        self.model.check_input(inputs.dims(), pad_mask.dims())?;
+        Ok(self.forward(inputs, pad_mask))
+    }
 }
 
 /// Counts trainable parameters: every float `Param` except BatchNorm running statistics, which

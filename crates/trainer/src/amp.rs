@@ -1,44 +1,14 @@
-//! Mixed precision: which compute dtype a run uses, and dynamic loss scaling for f16.
+//! Dynamic loss scaling for f16 mixed precision (which precision a run uses is
+//! `device::PrecisionSetting::resolve`).
 //!
 //! Burn 0.21 has no autocast. The loop keeps f32 master weights and optimizer state, runs the
 //! forward and backward passes on a cast copy of the weights (`models::precision::cast_for_compute`,
 //! same `ParamId`s, so gradients land on the f32 masters as f32) with inputs cast to the compute
 //! dtype, and computes the loss and softmax in f32.
 
-use device::{Capabilities, Precision};
 use serde::{Deserialize, Serialize};
 
-use crate::config::{AmpConfig, PrecisionSetting};
-
-/// The precision a run uses and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ResolvedPrecision {
-    pub precision: Precision,
-    pub reason: String,
-    /// Set when the request could not be honoured.
-    pub warning: Option<String>,
-}
-
-/// Resolve the `training.precision` setting against what the device supports.
-pub fn resolve_precision(setting: PrecisionSetting, caps: &Capabilities) -> ResolvedPrecision {
-    let ok = |p: Precision, reason: String| ResolvedPrecision { precision: p, reason, warning: None };
-    match setting {
-        PrecisionSetting::Auto => ok(caps.amp, format!("auto: {}", caps.amp_reason)),
-        PrecisionSetting::F32 => ok(Precision::F32, "requested".into()),
-        PrecisionSetting::Bf16 if caps.supports(Precision::Bf16) => ok(Precision::Bf16, "requested".into()),
-        PrecisionSetting::Bf16 if caps.supports(Precision::F16) => ResolvedPrecision {
-            precision: Precision::F16,
-            reason: "bf16 requested, not supported here".into(),
-            warning: Some("bf16 is not supported on this device; falling back to f16 with loss scaling".into()),
-        },
-        PrecisionSetting::F16 if caps.supports(Precision::F16) => ok(Precision::F16, "requested".into()),
-        PrecisionSetting::Bf16 | PrecisionSetting::F16 => ResolvedPrecision {
-            precision: Precision::F32,
-            reason: "half precision requested, not supported here".into(),
-            warning: Some("neither f16 nor bf16 is supported on this device; training in f32".into()),
-        },
-    }
-}
+use crate::config::AmpConfig;
 
 /// Dynamic loss scaling (f16 only; a disabled scaler always has scale 1).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,30 +65,6 @@ impl LossScaler {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn caps(f16: bool, bf16: bool, amp: Precision) -> Capabilities {
-        Capabilities {
-            dtypes: vec![
-                device::DtypeSupport { dtype: Precision::F32, usable: true, fast: true },
-                device::DtypeSupport { dtype: Precision::F16, usable: f16, fast: f16 },
-                device::DtypeSupport { dtype: Precision::Bf16, usable: bf16, fast: bf16 },
-            ],
-            amp,
-            amp_reason: "test".into(),
-        }
-    }
-
-    #[test]
-    fn bf16_falls_back_to_f16_with_a_warning() {
-        let r = resolve_precision(PrecisionSetting::Bf16, &caps(true, false, Precision::F16));
-        assert_eq!(r.precision, Precision::F16);
-        assert!(r.warning.unwrap().contains("falling back to f16"));
-        let r = resolve_precision(PrecisionSetting::F16, &caps(false, false, Precision::F32));
-        assert_eq!(r.precision, Precision::F32);
-        assert!(r.warning.is_some());
-        let r = resolve_precision(PrecisionSetting::Auto, &caps(true, true, Precision::Bf16));
-        assert_eq!((r.precision, r.warning), (Precision::Bf16, None));
-    }
 
     #[test]
     fn scaler_backs_off_and_grows() {

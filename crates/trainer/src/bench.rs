@@ -11,16 +11,18 @@ use std::time::Instant;
 
 use burn::module::{AutodiffModule, Module};
 use burn::nn::loss::CrossEntropyLossConfig;
-use burn::optim::GradientsParams;
 use burn::prelude::Backend;
-use burn::tensor::{Bool, Distribution, FloatDType, Int, Tensor, TensorData};
-use device::Precision;
-use models::precision::Materialize;
+use burn::tensor::{Bool, Distribution, Int, Tensor, TensorData};
+use data::loader::SignBatch;
+use models::precision::{ComputeModel, Materialize};
 use models::SignModel;
 use serde::Serialize;
 
 use crate::config::ExperimentConfig;
 use crate::optim::Optim;
+use crate::profile::{Phase, Profiler};
+use crate::resolve::ResolvedCompute;
+use crate::step::{train_step, StepFaults, StepSettings};
 use crate::{InnerBackend, Result, TrainBackend};
 
 #[derive(Debug, Clone)]
@@ -124,7 +126,8 @@ fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
     v[((p / 100.0 * (v.len() - 1) as f64).round() as usize).min(v.len() - 1)]
 }
 
-pub fn bench(cfg: &ExperimentConfig, opts: &BenchOptions) -> Result<BenchReport> {
+/// Run the benchmark of `opts`'s shape on the device and precision `compute` resolved for `cfg`.
+pub fn bench(cfg: &ExperimentConfig, compute: &ResolvedCompute, opts: &BenchOptions) -> Result<BenchReport> {
     if opts.batch == 0 || opts.frames == 0 || opts.features == 0 || opts.classes == 0 {
         return Err(crate::TrainError::Invalid(format!(
             "bench shape must be positive, got batch {} frames {} features {} classes {}",
@@ -132,66 +135,50 @@ pub fn bench(cfg: &ExperimentConfig, opts: &BenchOptions) -> Result<BenchReport>
         )));
     }
     let _guard = crate::train::run_lock();
-    let selected = device::resolve(&cfg.device.device, &cfg.device.policy())?;
-    let device = selected.device.clone();
-    let rp = crate::amp::resolve_precision(cfg.training.precision, &selected.selection.capabilities);
-    let precision = rp.precision;
+    let device = compute.device();
+    let precision = compute.precision.precision;
     let (b, t, f) = (opts.batch, opts.frames, opts.features);
 
-    TrainBackend::seed(&device, cfg.training.seed);
+    TrainBackend::seed(device, cfg.training.seed);
     let mut model: SignModel<TrainBackend> =
-        cfg.model.init::<TrainBackend>(f, opts.classes, &device).map(&mut Materialize);
+        cfg.model.init::<TrainBackend>(f, opts.classes, device).map(&mut Materialize);
     let trainable_params = models::trainable_params(&model);
     let mut optim = Optim::new(&cfg.optimizer);
-    let loss_fn = CrossEntropyLossConfig::new().init::<TrainBackend>(&device);
-    let dtype = (precision != Precision::F32).then(|| precision.float_dtype());
-    let x = Tensor::<TrainBackend, 3>::random([b, t, f], Distribution::Normal(0.0, 1.0), &device);
-    let mask = Tensor::<TrainBackend, 2, Bool>::from_data(TensorData::new(pad_mask_host(b, t), [b, t]), &device);
+    let loss_fn = CrossEntropyLossConfig::new().init::<TrainBackend>(device);
+    let x = Tensor::<TrainBackend, 3>::random([b, t, f], Distribution::Normal(0.0, 1.0), device);
+    let mask = Tensor::<TrainBackend, 2, Bool>::from_data(TensorData::new(pad_mask_host(b, t), [b, t]), device);
     let labels_host: Vec<i64> = (0..b as i64).map(|i| i % opts.classes as i64).collect();
-    let labels = Tensor::<TrainBackend, 1, Int>::from_data(TensorData::new(labels_host, [b]), &device);
+    let labels = Tensor::<TrainBackend, 1, Int>::from_data(TensorData::new(labels_host, [b]), device);
+    let settings = StepSettings {
+        compute: precision.float_dtype(),
+        micro_batches: 1,
+        loss_scale: 1.0,
+        lr: 1e-4,
+        clip_grad_norm: cfg.optimizer.clip_grad_norm,
+        dropout_seed: None,
+        faults: StepFaults::default(),
+    };
 
     let (mut fwd, mut bwd, mut opt) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..opts.steps + 2 {
-        device::memory::sync(&device);
-        let t0 = Instant::now();
-        let compute = match dtype {
-            Some(dt) => models::precision::cast_for_compute(model.clone(), dt),
-            None => model.clone(),
-        };
-        let inputs = match dtype {
-            Some(dt) => x.clone().cast(dt),
-            None => x.clone(),
-        };
-        let logits = compute.forward(inputs, mask.clone()).cast(FloatDType::F32);
-        let loss = loss_fn.forward(logits, labels.clone());
-        device::memory::sync(&device);
-        let t1 = Instant::now();
-        let grads = GradientsParams::from_grads(loss.backward(), &model);
-        device::memory::sync(&device);
-        let t2 = Instant::now();
-        model = optim.step(1e-4, model, grads);
-        device::memory::sync(&device);
-        let t3 = Instant::now();
+        device::memory::sync(device);
+        let mut prof = Profiler::new(true);
+        let batch = || SignBatch { inputs: x.clone(), pad_mask: mask.clone(), labels: labels.clone() };
+        let (next, _) = train_step(device, model, &mut optim, &loss_fn, &settings, &mut prof, |_| Ok(batch()))?;
+        model = next;
         if i >= 2 {
-            fwd.push((t1 - t0).as_secs_f64() * 1e3);
-            bwd.push((t2 - t1).as_secs_f64() * 1e3);
-            opt.push((t3 - t2).as_secs_f64() * 1e3);
+            fwd.push(prof.ms(Phase::Forward));
+            bwd.push(prof.ms(Phase::Backward));
+            opt.push(prof.ms(Phase::Optimizer));
         }
     }
     let total: Vec<f64> = fwd.iter().zip(&bwd).zip(&opt).map(|((a, b), c)| a + b + c).collect();
     let step_ms = median(total);
 
-    let infer: SignModel<InnerBackend> = match dtype {
-        Some(dt) => models::precision::cast_for_compute(model.valid(), dt),
-        None => model.valid(),
-    };
+    let infer = ComputeModel::new(model.valid(), precision.float_dtype());
     let x_inner = x.inner();
-    let x_inner = match dtype {
-        Some(dt) => x_inner.cast(dt),
-        None => x_inner,
-    };
     let x1 = x_inner.clone().narrow(0, 0, 1);
-    let m1 = Tensor::<InnerBackend, 2, Bool>::from_data(TensorData::new(vec![false; t], [1, t]), &device);
+    let m1 = Tensor::<InnerBackend, 2, Bool>::from_data(TensorData::new(vec![false; t], [1, t]), device);
     let mut lat = Vec::new();
     for i in 0..opts.latency_runs + 10 {
         let t0 = Instant::now();
@@ -210,8 +197,8 @@ pub fn bench(cfg: &ExperimentConfig, opts: &BenchOptions) -> Result<BenchReport>
     }
     let big_ms = median(big);
     Ok(BenchReport {
-        framework: format!("SignFlow (Burn 0.21, {} backend)", device::backend_name(&device)),
-        device: selected.selection.name.clone(),
+        framework: format!("SignFlow (Burn 0.21, {} backend)", device::backend_name(device)),
+        device: compute.device.selection.name.clone(),
         precision: precision.to_string(),
         model: cfg.model.kind().to_string(),
         trainable_params,

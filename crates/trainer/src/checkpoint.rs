@@ -5,12 +5,14 @@
 
 use std::path::{Path, PathBuf};
 
+use bundle::atomic::{write_json, StagedDir};
+use bundle::layout;
 use models::SignModel;
 use serde::{Deserialize, Serialize};
 
 use crate::amp::LossScaler;
+use crate::config::{CheckpointConfig, ExperimentConfig};
 use crate::optim::Optim;
-use crate::rundir::{self, StagedDir, CHECKPOINTS_DIR};
 use crate::{Result, TrainBackend, TrainError};
 
 pub const STATE_FORMAT: u32 = 1;
@@ -48,6 +50,19 @@ pub struct ModelSignature {
     pub trainable_params: usize,
     /// The `[model]` section as TOML.
     pub config: String,
+}
+
+impl ModelSignature {
+    /// The signature of `model` built from `cfg`.
+    pub fn of(cfg: &ExperimentConfig, model: &SignModel<TrainBackend>) -> Self {
+        Self {
+            kind: cfg.model.kind().into(),
+            input_features: model.input_features(),
+            classes: model.classes(),
+            trainable_params: models::trainable_params(model),
+            config: toml::to_string(&cfg.model).unwrap_or_default(),
+        }
+    }
 }
 
 /// The loop's position and history.
@@ -100,8 +115,10 @@ impl TrainState {
     }
 }
 
-pub fn checkpoints_dir(run_dir: &Path) -> PathBuf {
-    run_dir.join(CHECKPOINTS_DIR)
+/// Whether a step checkpoint is due after optimizer step `step` (epoch ends always checkpoint,
+/// so a step that ends an epoch is left to them).
+pub fn step_checkpoint_due(cfg: &CheckpointConfig, step: usize, epoch_ends: bool) -> bool {
+    cfg.every_steps > 0 && step.is_multiple_of(cfg.every_steps) && !epoch_ends
 }
 
 /// Write a step checkpoint and keep only the newest `keep_last`.
@@ -112,13 +129,13 @@ pub fn save(
     state: &TrainState,
     keep_last: usize,
 ) -> Result<PathBuf> {
-    let dir = checkpoints_dir(run_dir);
+    let dir = layout::checkpoints_dir(run_dir);
     std::fs::create_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
-    let staged = StagedDir::new(&dir.join(format!("step-{:08}", state.step)))?;
-    models::bundle::save_weights(model, &staged.tmp)?;
-    optim.save(&staged.tmp.join("optim"))?;
+    let staged = StagedDir::new(&layout::step_dir(run_dir, state.step))?;
+    bundle::weights::save_weights(model, &staged.tmp)?;
+    optim.save(&staged.tmp.join(layout::OPTIM_STEM))?;
     fault_pause("SIGNFLOW_FAULT_CHECKPOINT_PAUSE_MS");
-    rundir::write_json(&staged.tmp.join("state.json"), state)?;
+    write_json(&staged.tmp.join(layout::STATE_FILE), state)?;
     let path = staged.commit()?;
     let mut all = list(run_dir);
     while all.len() > keep_last.max(1) {
@@ -130,22 +147,22 @@ pub fn save(
 
 /// Save the best model so far (weights + state).
 pub fn save_best(run_dir: &Path, model: &SignModel<TrainBackend>, state: &TrainState) -> Result<PathBuf> {
-    let dir = checkpoints_dir(run_dir);
+    let dir = layout::checkpoints_dir(run_dir);
     std::fs::create_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
-    let staged = StagedDir::new(&dir.join("best"))?;
-    models::bundle::save_weights(model, &staged.tmp)?;
-    rundir::write_json(&staged.tmp.join("state.json"), state)?;
-    staged.commit()
+    let staged = StagedDir::new(&layout::best_dir(run_dir))?;
+    bundle::weights::save_weights(model, &staged.tmp)?;
+    write_json(&staged.tmp.join(layout::STATE_FILE), state)?;
+    Ok(staged.commit()?)
 }
 
 /// Complete step checkpoints, oldest first.
 pub fn list(run_dir: &Path) -> Vec<(usize, PathBuf)> {
     let mut out = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(checkpoints_dir(run_dir)) {
+    if let Ok(entries) = std::fs::read_dir(layout::checkpoints_dir(run_dir)) {
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().to_string();
-            if let Some(step) = name.strip_prefix("step-").and_then(|s| s.parse::<usize>().ok()) {
-                if e.path().join("state.json").is_file() {
+            if let Some(step) = layout::parse_step_dir(&name) {
+                if e.path().join(layout::STATE_FILE).is_file() {
                     out.push((step, e.path()));
                 }
             }
@@ -155,8 +172,9 @@ pub fn list(run_dir: &Path) -> Vec<(usize, PathBuf)> {
     out
 }
 
+/// Read a checkpoint's loop state.
 pub fn read_state(dir: &Path) -> Result<TrainState> {
-    let path = dir.join("state.json");
+    let path = dir.join(layout::STATE_FILE);
     let text = std::fs::read_to_string(&path).map_err(|e| TrainError::io(&path, e))?;
     let state: TrainState = serde_json::from_str(&text)
         .map_err(|e| TrainError::Checkpoint { path: path.clone(), message: format!("unreadable state: {e}") })?;
@@ -167,6 +185,31 @@ pub fn read_state(dir: &Path) -> Result<TrainState> {
         });
     }
     Ok(state)
+}
+
+/// Restore weights, optimizer and loop state from checkpoint `dir`, after checking that it holds
+/// the model `signature` describes.
+pub fn restore(
+    dir: &Path,
+    model: SignModel<TrainBackend>,
+    optim: Optim,
+    signature: &ModelSignature,
+    device: &device::DispatchDevice,
+) -> Result<(SignModel<TrainBackend>, Optim, TrainState)> {
+    let saved = read_state(dir)?;
+    if &saved.signature != signature {
+        let (a, b) = (&saved.signature, signature);
+        return Err(TrainError::Resume {
+            path: dir.into(),
+            message: format!(
+                "the checkpoint holds a {} model with {} inputs, {} classes and {} parameters; this config builds a {} model with {} inputs, {} classes and {} parameters",
+                a.kind, a.input_features, a.classes, a.trainable_params, b.kind, b.input_features, b.classes, b.trainable_params
+            ),
+        });
+    }
+    let model = bundle::weights::load_weights(model, dir, device)?;
+    let optim = optim.load(&dir.join(format!("{}.mpk", layout::OPTIM_STEM)), device)?;
+    Ok((model, optim, saved))
 }
 
 /// Test hook: sleep inside a checkpoint write so a test can kill the process mid-write.

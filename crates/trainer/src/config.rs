@@ -14,7 +14,7 @@ use data::augment::AugmentConfig;
 use data::dataset::OnError;
 use data::preprocess::PreprocessConfig;
 use data::synth::SynthConfig;
-use device::{DeviceSpec, SelectionPolicy};
+use device::{DeviceSpec, PrecisionSetting, SelectionPolicy};
 use models::ModelConfig;
 use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
@@ -336,15 +336,6 @@ impl<'de> Deserialize<'de> for BatchSize {
         }
         d.deserialize_any(V)
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PrecisionSetting {
-    Auto,
-    F32,
-    F16,
-    Bf16,
 }
 
 /// `[amp]`: dynamic loss scaling for f16 (bf16 and f32 need none).

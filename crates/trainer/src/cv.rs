@@ -14,8 +14,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::config::{BatchSize, ExperimentConfig};
-use crate::{rundir, Result, RunOptions, TrainError};
+use bundle::layout;
+
+use crate::config::{DataConfig, ExperimentConfig};
+use crate::{Result, RunOptions, TrainError};
 
 /// The validation figures of one fold's exported (best) weights.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -101,29 +103,21 @@ pub fn run_cv(cfg: &ExperimentConfig, folds: usize, dir: Option<PathBuf>) -> Res
     if !(2..=1000).contains(&folds) {
         return Err(TrainError::Invalid(format!("--folds {folds}: cross-validation needs 2..=1000 folds")));
     }
-    let dir = dir.unwrap_or_else(|| rundir::new_run_dir(Path::new(&cfg.training.out_dir), &format!("{}-cv", cfg.name)));
+    let dir = dir.unwrap_or_else(|| layout::new_run_dir(Path::new(&cfg.training.out_dir), &format!("{}-cv", cfg.name)));
     std::fs::create_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
     let mut per_fold = Vec::with_capacity(folds);
     for fold in 0..folds {
-        let mut fold_cfg = cfg.clone();
-        fold_cfg.data.folds = folds;
-        fold_cfg.data.fold = fold;
+        let fold_cfg = ExperimentConfig { data: DataConfig { folds, fold, ..cfg.data.clone() }, ..cfg.clone() };
         let run_dir = dir.join(format!("fold-{fold}"));
-        let summary_path = run_dir.join(rundir::SUMMARY_FILE);
+        let summary_path = run_dir.join(layout::SUMMARY_FILE);
         let reused = summary_path.is_file();
-        let resume = run_dir.join(rundir::CONFIG_FILE).is_file();
+        let resume = run_dir.join(layout::CONFIG_FILE).is_file();
         if resume {
-            let saved = ExperimentConfig::from_file(&run_dir.join(rundir::CONFIG_FILE)).map_err(|e| {
-                TrainError::Resume { path: run_dir.clone(), message: format!("no usable config.toml ({e})") }
-            })?;
-            // `batch_size = "auto"` was resolved by the fold's first run and saved: keep its choice.
-            if fold_cfg.training.batch_size == BatchSize::Auto {
-                fold_cfg.training.batch_size = saved.training.batch_size;
-                fold_cfg.training.accumulation_steps = saved.training.accumulation_steps;
-            }
             // A finished or interrupted fold counts only if it is this experiment's fold (same K,
-            // fold, model, data and seed): exactly what a resume would accept.
-            crate::train::check_resume_compatible(&run_dir, &saved, &fold_cfg)?;
+            // fold, model, data and seed): exactly what a resume would accept. A `"auto"` batch
+            // size keeps the fold's first resolution.
+            let saved = crate::resume::read_saved_config(&run_dir)?;
+            crate::resume::check_resume_compatible(&run_dir, &saved, &fold_cfg)?;
         }
         if !reused {
             if cfg.training.progress != crate::config::ProgressMode::Off {
@@ -132,7 +126,7 @@ pub fn run_cv(cfg: &ExperimentConfig, folds: usize, dir: Option<PathBuf>) -> Res
             crate::run(fold_cfg, RunOptions { run_dir: Some(run_dir.clone()), resume, stop_after_steps: None })?;
         }
         let summary = read_json(&summary_path)?;
-        let card = models::bundle::read_card(&run_dir.join(rundir::MODEL_DIR))?;
+        let card = bundle::card::read_card(&run_dir.join(layout::MODEL_DIR))?;
         let count = |key: &str| summary.get(key).and_then(serde_json::Value::as_u64).unwrap_or(0) as usize;
         per_fold.push(FoldResult {
             fold,
@@ -154,6 +148,6 @@ pub fn run_cv(cfg: &ExperimentConfig, folds: usize, dir: Option<PathBuf>) -> Res
         valid_loss: Spread::of(per_fold.iter().filter_map(|f| f.valid_loss)),
         per_fold,
     };
-    rundir::write_json(&dir.join("cv.json"), &summary)?;
+    bundle::atomic::write_json(&dir.join(layout::CV_FILE), &summary)?;
     Ok(summary)
 }

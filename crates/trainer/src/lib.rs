@@ -4,23 +4,43 @@
 //! chosen at run time by the `device` crate):
 //! - [`config`]: TOML experiment files, layering (built-in default -> `--config` -> `--set` ->
 //!   flags) and errors that name the file, key and line;
-//! - [`train`]: the training loop (AdamW/SGD, LR schedules, label smoothing, global-norm
-//!   clipping, gradient accumulation, validation, early stopping, best-model tracking);
+//! - [`resolve`]: a config resolved once into a [`resolve::ResolvedRun`] (device, precision,
+//!   data, batch size after `"auto"`);
+//! - [`step`]: the one training step (mixed precision, accumulation, finite check, clipping,
+//!   optimizer) every caller uses;
+//! - [`train`]: the epoch loop (validation, early stopping, best-model tracking, checkpoints),
+//!   with [`recovery`] (non-finite steps), [`report`] (progress, summary), [`export`] (the model
+//!   bundle and the run's files) and [`resume`] (opening a run directory);
 //! - [`checkpoint`]: atomic checkpoints and exact resume;
 //! - [`cv`]: K-fold cross-validation by signer;
-//! - [`metrics`]: `metrics.csv`, `summary.json` and `curves.svg` in the run directory;
-//! - [`rundir`]: the run-directory layout, including the exported `model/` that `infer` loads.
+//! - [`tune`]: automatic batch size; [`bench`]: the Burn half of the PyTorch comparison;
+//! - [`metrics`]: `metrics.csv` and `events.jsonl`; [`plot`]: `curves.svg`.
+//!
+//! File names and the exported-model format belong to the `bundle` crate.
+//!
+//! ```no_run
+//! let cfg = trainer::ConfigBuilder::new().add_set("training.epochs=2")?.build()?;
+//! let outcome = trainer::run(cfg, trainer::RunOptions::default())?;
+//! println!("{:?}", outcome.summary.and_then(|s| s.last));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod amp;
 pub mod bench;
 pub mod checkpoint;
 pub mod config;
 pub mod cv;
+pub mod export;
 pub mod metrics;
 pub mod optim;
 pub mod plot;
-pub mod rundir;
+pub mod profile;
+pub mod recovery;
+pub mod report;
+pub mod resolve;
+pub mod resume;
 pub mod schedule;
+pub mod step;
 pub mod train;
 pub mod tune;
 
@@ -45,7 +65,7 @@ pub enum TrainError {
     #[error(transparent)]
     Device(#[from] device::DeviceError),
     #[error(transparent)]
-    Bundle(#[from] models::bundle::BundleError),
+    Bundle(#[from] bundle::BundleError),
     #[error("{path}: {message}")]
     Io { path: PathBuf, message: String },
     #[error("checkpoint {path}: {message}")]

@@ -120,14 +120,14 @@ impl TrainArgs {
     fn builder(&self) -> Result<ConfigBuilder, TrainError> {
         let mut b = match &self.resume {
             Some(run) => {
-                if !run.join(trainer::rundir::CONFIG_FILE).is_file() {
+                if !run.join(bundle::layout::CONFIG_FILE).is_file() {
                     return Err(TrainError::Resume {
                         path: run.clone(),
                         message: "not a run directory (it has no config.toml)".into(),
                     });
                 }
                 let mut b = ConfigBuilder::new();
-                b.add_file(&run.join(trainer::rundir::CONFIG_FILE))?;
+                b.add_file(&run.join(bundle::layout::CONFIG_FILE))?;
                 b
             }
             None => ConfigBuilder::new(),
@@ -191,27 +191,32 @@ fn real_main(cli: Cli) -> Result<(), TrainError> {
         }
         Some(Command::TuneBatch(args)) => {
             let cfg = args.builder()?.build()?;
-            let report = trainer::train::tune_batch(&cfg)?;
+            let report = trainer::tune::tune_batch(&cfg)?;
             print!("{}", report.render());
             Ok(())
         }
         Some(Command::ProbeBatch { layers, probe_batch }) => {
             let cfg = layers.builder()?.build()?;
-            let ms = trainer::train::probe_batch(&cfg, probe_batch)?;
+            let ms = trainer::tune::probe_batch(&cfg, probe_batch)?;
             println!("ok {ms:.3}");
             Ok(())
         }
         Some(Command::Bench { layers, reference, batch, frames, features, classes, steps, latency_runs, json }) => {
-            let mut cfg = layers.builder()?.build()?;
-            if reference {
-                cfg.model = models::ModelConfig::ConvTransformer(models::ConvTransformerConfig::default());
-            }
+            let cfg = layers.builder()?.build()?;
+            let cfg = match reference {
+                true => trainer::ExperimentConfig {
+                    model: models::ModelConfig::ConvTransformer(models::ConvTransformerConfig::default()),
+                    ..cfg
+                },
+                false => cfg,
+            };
             let opts = trainer::bench::BenchOptions { batch, frames, features, classes, steps, latency_runs };
-            let report = trainer::bench::bench(&cfg, &opts)?;
+            let compute = trainer::resolve::ResolvedCompute::resolve(&cfg)?;
+            let report = trainer::bench::bench(&cfg, &compute, &opts)?;
             print!("{}", report.render());
             if let Some(path) = json {
                 let text = serde_json::to_string_pretty(&report).map_err(|e| TrainError::io(&path, e))?;
-                trainer::rundir::write_atomic(&path, text.as_bytes())?;
+                bundle::atomic::write_atomic(&path, text.as_bytes())?;
             }
             Ok(())
         }

@@ -1,4 +1,4 @@
-//! `metrics.csv` (append-only, flushed per row), `events.jsonl`, and the final `summary.json`.
+//! `metrics.csv` (append-only, flushed per row) and `events.jsonl`.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::amp::LossScaler;
+use crate::checkpoint::EpochRecord;
 use crate::{Result, TrainError};
 
 pub const HEADER: &str = "kind,epoch,step,samples,loss,top1,lr,grad_norm,samples_per_s,valid_loss,valid_top1,valid_top5,elapsed_s,loss_scale,mem_in_use_mib,mem_reserved_mib";
@@ -37,6 +39,28 @@ fn cell(v: Option<f64>) -> String {
 }
 
 impl Row {
+    /// The `kind=epoch` row of an epoch: its record, the samples seen so far, the last step's
+    /// gradient norm and the loss scale.
+    pub fn epoch(record: &EpochRecord, samples: u64, grad_norm: f64, scaler: &LossScaler) -> Self {
+        Self {
+            kind: "epoch",
+            epoch: record.epoch,
+            step: record.step,
+            samples,
+            loss: Some(record.train_loss),
+            top1: Some(record.train_top1),
+            lr: Some(record.lr),
+            grad_norm: Some(grad_norm),
+            samples_per_s: Some(record.samples_per_s),
+            valid_loss: record.valid_loss,
+            valid_top1: record.valid_top1,
+            valid_top5: record.valid_top5,
+            elapsed_s: record.elapsed_s,
+            loss_scale: scaler.enabled.then_some(scaler.scale),
+            ..Self::default()
+        }
+    }
+
     fn line(&self) -> String {
         format!(
             "{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{},{},{}\n",
@@ -72,7 +96,7 @@ impl MetricsWriter {
     /// it by the interrupted process (and a torn last line) are dropped first, so the file reads
     /// as one uninterrupted run.
     pub fn open(run_dir: &Path, resume_step: Option<usize>) -> Result<Self> {
-        let path = run_dir.join(crate::rundir::METRICS_FILE);
+        let path = run_dir.join(bundle::layout::METRICS_FILE);
         match resume_step {
             Some(step) if path.is_file() => {
                 let text = std::fs::read_to_string(&path).map_err(|e| TrainError::io(&path, e))?;
@@ -86,12 +110,12 @@ impl MetricsWriter {
                         kept.push('\n');
                     }
                 }
-                crate::rundir::write_atomic(&path, kept.as_bytes())?;
+                bundle::atomic::write_atomic(&path, kept.as_bytes())?;
             }
-            _ => crate::rundir::write_atomic(&path, format!("{HEADER}\n").as_bytes())?,
+            _ => bundle::atomic::write_atomic(&path, format!("{HEADER}\n").as_bytes())?,
         }
         let file = OpenOptions::new().append(true).open(&path).map_err(|e| TrainError::io(&path, e))?;
-        let events_path = run_dir.join(crate::rundir::EVENTS_FILE);
+        let events_path = run_dir.join(bundle::layout::EVENTS_FILE);
         let events = OpenOptions::new()
             .create(true)
             .append(true)

@@ -11,48 +11,57 @@
 //! With `training.effective_batch_size`, `accumulation_steps` is set so the effective batch stays.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Instant;
 
 use burn::module::Module;
 use burn::nn::loss::CrossEntropyLossConfig;
-use burn::optim::GradientsParams;
 use burn::prelude::Backend;
-use burn::tensor::FloatDType;
-use data::dataset::SignDataset;
 use data::loader::ItemBatcher;
-use data::preprocess::Preprocessor;
-use device::Precision;
 use models::precision::Materialize;
 use models::SignModel;
 use serde::Serialize;
 
 use crate::config::ExperimentConfig;
 use crate::optim::Optim;
+use crate::profile::Profiler;
+use crate::resolve::{ResolvedCompute, ResolvedData};
+use crate::step::{train_step, StepFaults, StepSettings};
 use crate::{Result, TrainBackend, TrainError};
 
-type Device = device::DispatchDevice;
-
+/// One batch size tried.
 #[derive(Debug, Clone, Serialize)]
 pub struct TuneRow {
+    /// Micro-batch size.
     pub batch: usize,
+    /// Whether a full step ran.
     pub fits: bool,
+    /// Milliseconds per step.
     pub step_ms: Option<f64>,
+    /// Throughput at this size.
     pub samples_per_s: Option<f64>,
+    /// Memory reading or the failure.
     pub note: String,
 }
 
+/// The search's table and choice (`batch-size.json`).
 #[derive(Debug, Clone, Serialize)]
 pub struct TuneReport {
+    /// The device searched on.
     pub device: String,
+    /// The compute precision of the timed steps.
     pub precision: String,
+    /// Every size tried, in order.
     pub rows: Vec<TuneRow>,
+    /// The chosen micro-batch.
     pub batch_size: usize,
+    /// The accumulation that goes with it.
     pub accumulation_steps: usize,
+    /// Why this size.
     pub reason: String,
 }
 
 impl TuneReport {
+    /// The table printed by `tune-batch` and by a run with `batch_size = "auto"`.
     pub fn render(&self) -> String {
         let mut out = format!(
             "batch-size search on {} ({}):\n  batch  fits   step ms   samples/s  note\n",
@@ -76,44 +85,68 @@ impl TuneReport {
     }
 }
 
-/// Time `steps` full training steps at batch `b` on real (unaugmented) training items.
-/// Returns milliseconds per step after one warm-up step.
-#[allow(clippy::too_many_arguments)]
+/// `trainer tune-batch`: resolve device, precision and data as a run would, then search.
+pub fn tune_batch(cfg: &ExperimentConfig) -> Result<TuneReport> {
+    let _turn = crate::train::run_lock();
+    let compute = ResolvedCompute::resolve(cfg)?;
+    let input = ResolvedData::resolve(cfg, false)?;
+    search(cfg, &compute, &input)
+}
+
+/// One batch-size probe (run in a child process by the GPU search): two full steps at `batch`.
+/// Returns ms per step; an out-of-memory kills the process, which is the answer.
+pub fn probe_batch(cfg: &ExperimentConfig, batch: usize) -> Result<f64> {
+    let compute = ResolvedCompute::resolve(cfg)?;
+    let input = ResolvedData::resolve(cfg, false)?;
+    time_steps(cfg, &compute, &input, batch, 2)
+}
+
+/// The batch-size search for the resolved device: measured throughput on the CPU, child-process
+/// probes on GPUs.
+pub fn search(cfg: &ExperimentConfig, compute: &ResolvedCompute, input: &ResolvedData) -> Result<TuneReport> {
+    if device::backend_name(compute.device()) == "cpu" {
+        tune_cpu(cfg, compute, input)
+    } else {
+        let exe = std::env::current_exe().map_err(|e| TrainError::io("current executable", e))?;
+        tune_gpu(cfg, &exe, compute, input.data.train.len())
+    }
+}
+
+/// Time `steps` full training steps (the run's step function, precision and optimizer) at batch
+/// `b` on real (unaugmented) training items. Returns milliseconds per step after one warm-up step.
 pub fn time_steps(
     cfg: &ExperimentConfig,
-    ds: &Arc<SignDataset>,
-    train: &[usize],
-    pre: &Arc<Preprocessor>,
-    device: &Device,
-    precision: Precision,
+    compute: &ResolvedCompute,
+    input: &ResolvedData,
     b: usize,
     steps: usize,
 ) -> Result<f64> {
-    let idx: Vec<usize> = train.iter().copied().cycle().take(b).collect();
-    let batcher = ItemBatcher { preprocessor: pre.clone(), augmenter: None, seed: 0 };
+    let device = compute.device();
+    let ds = &input.data.dataset;
+    let idx: Vec<usize> = input.data.train.iter().copied().cycle().take(b).collect();
+    let batcher = ItemBatcher { preprocessor: input.preprocessor.clone(), augmenter: None, seed: 0 };
     let hb = batcher.host_batch(ds, &idx, 0);
     TrainBackend::seed(device, cfg.training.seed);
     let mut model: SignModel<TrainBackend> =
         cfg.model.init::<TrainBackend>(ds.features, ds.num_classes(), device).map(&mut Materialize);
     let mut optim = Optim::new(&cfg.optimizer);
     let loss_fn = CrossEntropyLossConfig::new().init::<TrainBackend>(device);
-    let dtype = (precision != Precision::F32).then(|| precision.float_dtype());
+    let settings = StepSettings {
+        compute: compute.precision.precision.float_dtype(),
+        micro_batches: 1,
+        loss_scale: 1.0,
+        lr: 1e-4,
+        clip_grad_norm: cfg.optimizer.clip_grad_norm,
+        dropout_seed: None,
+        faults: StepFaults::default(),
+    };
+    let mut prof = Profiler::new(false);
     let mut ms = 0.0;
     for i in 0..=steps {
         let start = Instant::now();
-        let batch = hb.to_device::<TrainBackend>(device);
-        let compute = match dtype {
-            Some(dt) => models::precision::cast_for_compute(model.clone(), dt),
-            None => model.clone(),
-        };
-        let inputs = match dtype {
-            Some(dt) => batch.inputs.cast(dt),
-            None => batch.inputs,
-        };
-        let logits = compute.forward(inputs, batch.pad_mask).cast(FloatDType::F32);
-        let loss = loss_fn.forward(logits, batch.labels);
-        let grads = GradientsParams::from_grads(loss.backward(), &model);
-        model = optim.step(1e-4, model, grads);
+        let (next, _) =
+            train_step(device, model, &mut optim, &loss_fn, &settings, &mut prof, |_| Ok(hb.to_device(device)))?;
+        model = next;
         device::memory::sync(device);
         if i > 0 {
             ms += start.elapsed().as_secs_f64() * 1e3;
@@ -144,21 +177,13 @@ fn with_accumulation(cfg: &ExperimentConfig, b: usize) -> usize {
 }
 
 /// Pick the batch size on the CPU by measured throughput.
-pub fn tune_cpu(
-    cfg: &ExperimentConfig,
-    ds: &Arc<SignDataset>,
-    train: &[usize],
-    pre: &Arc<Preprocessor>,
-    device: &Device,
-    precision: Precision,
-    device_name: &str,
-) -> Result<TuneReport> {
-    let max = cfg.training.max_batch_size.min(train.len().max(1));
+pub fn tune_cpu(cfg: &ExperimentConfig, compute: &ResolvedCompute, input: &ResolvedData) -> Result<TuneReport> {
+    let max = cfg.training.max_batch_size.min(input.data.train.len().max(1));
     let mut rows = Vec::new();
     let mut best: Option<(usize, f64)> = None;
     let base_rss = device::host_memory().map(|m| m.process_rss_bytes);
     for b in candidates(max) {
-        let ms = time_steps(cfg, ds, train, pre, device, precision, b, 2)?;
+        let ms = time_steps(cfg, compute, input, b, 2)?;
         let sps = b as f64 * 1e3 / ms;
         let mem = device::host_memory();
         let mut note = String::new();
@@ -184,8 +209,8 @@ pub fn tune_cpu(
     }
     let (batch_size, sps) = best.ok_or_else(|| TrainError::Invalid("no batch size could be timed".into()))?;
     Ok(TuneReport {
-        device: device_name.into(),
-        precision: precision.to_string(),
+        device: compute.device.selection.name.clone(),
+        precision: compute.precision.precision.to_string(),
         rows,
         batch_size,
         accumulation_steps: with_accumulation(cfg, batch_size),
@@ -194,16 +219,11 @@ pub fn tune_cpu(
 }
 
 /// Pick the batch size on a GPU by trying sizes in child processes of `exe`.
-pub fn tune_gpu(
-    cfg: &ExperimentConfig,
-    exe: &Path,
-    device_name: &str,
-    precision: Precision,
-    train_len: usize,
-) -> Result<TuneReport> {
+pub fn tune_gpu(cfg: &ExperimentConfig, exe: &Path, compute: &ResolvedCompute, train_len: usize) -> Result<TuneReport> {
+    let device_name = &compute.device.selection.name;
     let dir = tempfile::tempdir().map_err(|e| TrainError::io(std::env::temp_dir(), e))?;
     let config = dir.path().join("probe.toml");
-    crate::rundir::write_atomic(&config, cfg.to_toml().as_bytes())?;
+    bundle::atomic::write_atomic(&config, cfg.to_toml().as_bytes())?;
     let mut rows = Vec::new();
     let probe = |b: usize, rows: &mut Vec<TuneRow>| -> bool {
         let out = std::process::Command::new(exe)
@@ -264,8 +284,8 @@ pub fn tune_gpu(
         batch_size = ((lo as f64 * 0.9) as usize / 8 * 8).max(ok.min(8)).max(1);
     }
     Ok(TuneReport {
-        device: device_name.into(),
-        precision: precision.to_string(),
+        device: device_name.clone(),
+        precision: compute.precision.precision.to_string(),
         rows,
         batch_size,
         accumulation_steps: with_accumulation(cfg, batch_size),

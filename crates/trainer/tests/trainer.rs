@@ -37,8 +37,8 @@ fn smoke(tmp: &Path, sets: &[&str]) -> ExperimentConfig {
 
 fn exported_weights(run_dir: &Path) -> Vec<f32> {
     let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
-    let (_, model) = models::bundle::load_bundle::<device::Backend>(&run_dir.join("model"), &dev).unwrap();
-    models::bundle::flat_weights(&model)
+    let (_, model) = bundle::load_bundle::<device::Backend>(&run_dir.join("model"), &dev).unwrap();
+    bundle::weights::flat_weights(&model)
 }
 
 fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
@@ -351,7 +351,7 @@ fn learnable(tmp: &Path, sets: &[&str]) -> ExperimentConfig {
     smoke(tmp, &all)
 }
 
-fn train_in(tmp: &Path, name: &str, cfg: ExperimentConfig) -> trainer::train::Summary {
+fn train_in(tmp: &Path, name: &str, cfg: ExperimentConfig) -> trainer::report::Summary {
     run(cfg, RunOptions { run_dir: Some(tmp.join(name)), ..Default::default() }).unwrap().summary.unwrap()
 }
 
@@ -371,8 +371,8 @@ fn kinds(ev: &[serde_json::Value]) -> Vec<String> {
 fn half_precision_learns_like_f32_with_f32_master_weights() {
     let tmp = tempfile::tempdir().unwrap();
     let f32_run = train_in(tmp.path(), "f32", learnable(tmp.path(), &["training.precision=f32"]));
-    let top1 = |s: &trainer::train::Summary| s.last.as_ref().unwrap().valid_top1.unwrap();
-    let vloss = |s: &trainer::train::Summary| s.last.as_ref().unwrap().valid_loss.unwrap();
+    let top1 = |s: &trainer::report::Summary| s.last.as_ref().unwrap().valid_top1.unwrap();
+    let vloss = |s: &trainer::report::Summary| s.last.as_ref().unwrap().valid_loss.unwrap();
     assert!(top1(&f32_run) > 0.6, "f32 should learn (chance 0.167): {}", top1(&f32_run));
     for p in ["f16", "bf16"] {
         let s = train_in(tmp.path(), p, learnable(tmp.path(), &[&format!("training.precision={p}")]));
@@ -485,7 +485,7 @@ fn auto_batch_size_profile_and_tune_table() {
             "training.profile=true",
         ],
     );
-    let report = trainer::train::tune_batch(&cfg).unwrap();
+    let report = trainer::tune::tune_batch(&cfg).unwrap();
     assert_eq!(report.rows.iter().map(|r| r.batch).collect::<Vec<_>>()[..2], [4, 8]);
     assert!(report.rows.iter().all(|r| r.fits && r.samples_per_s.unwrap() > 0.0));
     assert!([4, 8, 16].contains(&report.batch_size));
@@ -543,7 +543,8 @@ fn bench_times_every_phase_of_the_configured_model() {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = smoke(tmp.path(), &[]);
     let opts = BenchOptions { batch: 4, frames: 8, features: 10, classes: 3, steps: 3, latency_runs: 5 };
-    let r = bench(&cfg, &opts).unwrap();
+    let compute = trainer::resolve::ResolvedCompute::resolve(&cfg).unwrap();
+    let r = bench(&cfg, &compute, &opts).unwrap();
     assert_eq!((r.batch, r.frames, r.features, r.classes), (4, 8, 10, 3));
     assert_eq!(r.model, cfg.model.kind());
     let expected = models::trainable_params(&cfg.model.init::<trainer::InnerBackend>(
@@ -565,7 +566,7 @@ fn bench_times_every_phase_of_the_configured_model() {
     assert!((r.train_samples_per_s - 4.0 / r.train_step_ms * 1e3).abs() < 1e-6);
     assert!(r.infer_b1_p90_ms >= r.infer_b1_p50_ms);
     let bad = BenchOptions { batch: 0, ..opts };
-    let e = bench(&cfg, &bad).unwrap_err().to_string();
+    let e = bench(&cfg, &compute, &bad).unwrap_err().to_string();
     assert!(e.contains("batch 0"), "{e}");
 }
 
@@ -584,7 +585,7 @@ fn cross_validation_holds_out_every_signer_once_and_continues() {
     for (fold, f) in cv.per_fold.iter().enumerate() {
         let mut fold_cfg = cfg.clone();
         (fold_cfg.data.folds, fold_cfg.data.fold) = (2, fold);
-        let p = trainer::train::prepare_data(&fold_cfg, &pre, false).unwrap();
+        let p = trainer::resolve::prepare_data(&fold_cfg, &pre, false).unwrap();
         let groups: std::collections::BTreeSet<&str> =
             p.valid.iter().map(|&i| p.dataset.items[i].group.as_str()).collect();
         let train_groups: std::collections::BTreeSet<&str> =

@@ -1,0 +1,120 @@
+//! Atomic writes: a file is written to a temporary name and renamed; a directory is built under a
+//! `.tmp-*` name and renamed whole. A crash leaves the old version or the new one, never half.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::{BundleError, Result};
+
+/// Write `bytes` to `path` atomically (temporary file in the same directory, fsync, rename).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    data::write_atomic(path, bytes).map_err(|e| match e {
+        data::DataError::Io { path, source } => BundleError::io(&path, source),
+        other => BundleError::io(path, other),
+    })
+}
+
+/// Write `value` as pretty JSON to `path`, atomically.
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| BundleError::io(path, e))?;
+    write_atomic(path, text.as_bytes())
+}
+
+/// A directory built under a temporary name and renamed into place when complete.
+#[derive(Debug)]
+pub struct StagedDir {
+    /// Where to write the files.
+    pub tmp: PathBuf,
+    /// Where the directory goes on [`StagedDir::commit`].
+    pub target: PathBuf,
+}
+
+impl StagedDir {
+    /// Start staging `target` (a leftover staging directory of this process is replaced).
+    pub fn new(target: &Path) -> Result<Self> {
+        let parent = target.parent().unwrap_or(Path::new("."));
+        let name = target.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        let tmp = parent.join(format!(".tmp-{name}-{}", std::process::id()));
+        if tmp.exists() {
+            std::fs::remove_dir_all(&tmp).map_err(|e| BundleError::io(&tmp, e))?;
+        }
+        std::fs::create_dir_all(&tmp).map_err(|e| BundleError::io(&tmp, e))?;
+        Ok(Self { tmp, target: target.to_path_buf() })
+    }
+
+    /// Replace `target` with the staged directory. An existing target is moved aside first and
+    /// removed after the rename, so a crash leaves either the old or the new directory.
+    pub fn commit(self) -> Result<PathBuf> {
+        sync_dir(&self.tmp);
+        let old = self.target.with_file_name(format!(
+            ".old-{}-{}",
+            self.target.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default(),
+            std::process::id()
+        ));
+        let had_old = self.target.exists();
+        if had_old {
+            std::fs::rename(&self.target, &old).map_err(|e| BundleError::io(&self.target, e))?;
+        }
+        std::fs::rename(&self.tmp, &self.target).map_err(|e| BundleError::io(&self.target, e))?;
+        if had_old {
+            let _ = std::fs::remove_dir_all(&old);
+        }
+        if let Some(parent) = self.target.parent() {
+            sync_dir(parent);
+        }
+        Ok(self.target)
+    }
+}
+
+fn sync_dir(dir: &Path) {
+    if let Ok(f) = std::fs::File::open(dir) {
+        let _ = f.sync_all();
+    }
+}
+
+/// Remove leftovers of interrupted directory writes (`.tmp-*`, `.old-*`) in `dir`.
+pub fn clean_staging(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if name.starts_with(".tmp-") || name.starts_with(".old-") {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_committed_directory_replaces_the_old_one_whole() {
+        let tmp = tempfile::tempdir().unwrap();
+        let target = tmp.path().join("model");
+        std::fs::create_dir_all(&target).unwrap();
+        std::fs::write(target.join("old.txt"), "old").unwrap();
+        let staged = StagedDir::new(&target).unwrap();
+        write_atomic(&staged.tmp.join("new.txt"), b"new").unwrap();
+        assert!(!target.join("new.txt").exists(), "nothing is visible before the commit");
+        staged.commit().unwrap();
+        assert_eq!(std::fs::read_to_string(target.join("new.txt")).unwrap(), "new");
+        assert!(!target.join("old.txt").exists());
+        let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(left, ["model"]);
+    }
+
+    #[test]
+    fn leftover_staging_is_cleaned_and_write_errors_name_the_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join(".tmp-step-00000004-17")).unwrap();
+        std::fs::create_dir_all(tmp.path().join("step-00000002")).unwrap();
+        clean_staging(tmp.path());
+        let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(left, ["step-00000002"]);
+        let file = tmp.path().join("a-file");
+        std::fs::write(&file, "x").unwrap();
+        let e = write_atomic(&file.join("below-a-file.json"), b"{}").unwrap_err().to_string();
+        assert!(e.contains("a-file"), "{e}");
+    }
+}

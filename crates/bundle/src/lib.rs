@@ -1,0 +1,81 @@
+//! # SignFlow bundle: the run-directory and exported-model format
+//!
+//! The trainer writes run directories and `infer` reads the model they export; this crate is
+//! the one definition of that format, below both, so neither depends on the other:
+//! - [`layout`]: every file and directory name of a run directory and of a model bundle, and how
+//!   a path given by a user is resolved to the model in it;
+//! - [`card`]: `model.json`, the [`ModelCard`] (architecture, preprocessing, labels, provenance,
+//!   and the [`TrainingSplit`] the model was validated on);
+//! - [`weights`]: saving and loading weights (`model.mpk`) with shape checks;
+//! - [`atomic`]: atomic file writes and directories staged under a temporary name;
+//! - [`write_bundle`] / [`load_bundle`]: a whole bundle.
+//!
+//! ```no_run
+//! let device = device::dispatch_device(&device::Target::Cpu)?;
+//! let dir = bundle::layout::find_model_dir("runs/default-20261122-193204".as_ref())?;
+//! let (card, model) = bundle::load_bundle::<device::Backend>(&dir, &device)?;
+//! println!("{} classes, trained on {:?}", card.labels.len(), card.split);
+//! # let _ = model;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![warn(missing_docs)]
+
+pub mod atomic;
+pub mod card;
+pub mod layout;
+pub mod weights;
+
+use std::path::{Path, PathBuf};
+
+use models::kernels::Kernels;
+use models::SignModel;
+
+pub use card::{ModelCard, TrainingSplit, MODEL_FORMAT, MODEL_FORMAT_VERSION};
+
+/// Why a bundle or run-directory file could not be read or written. Each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum BundleError {
+    /// The file system refused (missing file, permission, full disk); the message is the OS reason.
+    #[error("{path}: {message}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// The file was read but is not what the format expects.
+    #[error("{path}: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What was expected and what was found.
+        message: String,
+    },
+}
+
+impl BundleError {
+    /// An I/O error on `path`.
+    pub fn io(path: &Path, e: impl std::fmt::Display) -> Self {
+        Self::Io { path: path.into(), message: e.to_string() }
+    }
+}
+
+/// `Result` with [`BundleError`].
+pub type Result<T, E = BundleError> = std::result::Result<T, E>;
+
+/// Write a whole bundle into `dir` (the caller stages `dir` and renames it into place):
+/// weights, card, the resolved experiment config (for people; not needed to load) and labels.
+pub fn write_bundle<B: Kernels>(dir: &Path, model: &SignModel<B>, card: &ModelCard, config_toml: &str) -> Result<()> {
+    weights::save_weights(model, dir)?;
+    atomic::write_json(&dir.join(layout::CARD_FILE), card)?;
+    atomic::write_atomic(&dir.join(layout::CONFIG_FILE), config_toml.as_bytes())?;
+    atomic::write_json(&dir.join(layout::LABELS_FILE), &card.labels)
+}
+
+/// Load a bundle: its card and the model with its weights.
+pub fn load_bundle<B: Kernels>(dir: &Path, device: &B::Device) -> Result<(ModelCard, SignModel<B>)> {
+    let card = card::read_card(dir)?;
+    let model = card.model.init::<B>(card.input_features, card.labels.len(), device);
+    let model = weights::load_weights(model, dir, device)?;
+    Ok((card, model))
+}

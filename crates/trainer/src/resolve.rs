@@ -1,0 +1,210 @@
+//! An experiment config resolved once into what a run uses: the device (and why), the compute
+//! precision (and why), the preprocessing and the loaded, split data, and the micro-batch and
+//! accumulation after `"auto"`. `run`, `tune-batch`, the batch-size probe, `bench` and `cv` start
+//! from these values; nothing changes the config after resolution, and the run directory's
+//! `config.toml` is [`ResolvedRun::config`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use data::dataset::{LoadOptions, SignDataset};
+use data::index::{fnv1a, FNV_OFFSET};
+use data::preprocess::Preprocessor;
+use device::{ResolvedPrecision, SelectedDevice};
+
+use crate::config::{BatchSize, ExperimentConfig, TrainingConfig};
+use crate::tune::TuneReport;
+use crate::{Result, TrainError};
+
+/// The device and compute precision of a run (all `bench` needs).
+#[derive(Debug, Clone)]
+pub struct ResolvedCompute {
+    /// The selected device, with the reason it was chosen.
+    pub device: SelectedDevice,
+    /// The compute precision, with the reason (and a warning when a request was not honoured).
+    pub precision: ResolvedPrecision,
+}
+
+impl ResolvedCompute {
+    /// Select the device `cfg.device` asks for and resolve `training.precision` on it.
+    pub fn resolve(cfg: &ExperimentConfig) -> Result<Self> {
+        let device = device::resolve(&cfg.device.device, &cfg.device.policy())?;
+        let precision = cfg.training.precision.resolve(&device.selection.capabilities);
+        Ok(Self { device, precision })
+    }
+
+    /// The device to put tensors on.
+    pub fn device(&self) -> &device::DispatchDevice {
+        &self.device.device
+    }
+}
+
+/// Loaded data split by group.
+#[derive(Debug, Clone)]
+pub struct PreparedData {
+    /// The dataset root (`data.path`, or the generated synthetic dataset).
+    pub root: PathBuf,
+    /// Every loaded sequence, preprocessed.
+    pub dataset: Arc<SignDataset>,
+    /// Indices of the training sequences.
+    pub train: Vec<usize>,
+    /// Indices of the validation sequences (held-out signers).
+    pub valid: Vec<usize>,
+}
+
+impl PreparedData {
+    /// Distinct groups (signers) among `indices`.
+    pub fn groups(&self, indices: &[usize]) -> Vec<String> {
+        let set: std::collections::BTreeSet<&str> =
+            indices.iter().map(|&i| self.dataset.items[i].group.as_str()).collect();
+        set.into_iter().map(String::from).collect()
+    }
+}
+
+/// Preprocessing and data of a run (what the batch-size search and probes need besides compute).
+#[derive(Debug, Clone)]
+pub struct ResolvedData {
+    /// The preprocessor (`[preprocess]`).
+    pub preprocessor: Arc<Preprocessor>,
+    /// The loaded and split data.
+    pub data: PreparedData,
+}
+
+impl ResolvedData {
+    /// Open, load (through the preprocessed cache) and split the data of `cfg`.
+    pub fn resolve(cfg: &ExperimentConfig, progress: bool) -> Result<Self> {
+        let preprocessor = Arc::new(Preprocessor::new(cfg.preprocess.clone())?);
+        let data = prepare_data(cfg, &preprocessor, progress)?;
+        Ok(Self { preprocessor, data })
+    }
+}
+
+/// Where the micro-batch size of a run came from.
+#[derive(Debug, Clone)]
+pub enum BatchSource {
+    /// `training.batch_size` was a number.
+    Config,
+    /// `"auto"`, searched now.
+    Searched(TuneReport),
+    /// `"auto"` in a resumed run: the run's first search, kept from its `config.toml`.
+    Saved,
+}
+
+/// A run resolved once; never mutated afterwards.
+#[derive(Debug, Clone)]
+pub struct ResolvedRun {
+    /// The config with every `"auto"` batch setting replaced by its value (written as the run's
+    /// `config.toml`).
+    pub config: ExperimentConfig,
+    /// Device and precision.
+    pub compute: ResolvedCompute,
+    /// Preprocessing and data.
+    pub input: ResolvedData,
+    /// Micro-batch size.
+    pub batch_size: usize,
+    /// Micro-batches per optimizer step.
+    pub accumulation_steps: usize,
+    /// Where the batch size came from.
+    pub batch_source: BatchSource,
+}
+
+impl ResolvedRun {
+    /// Resolve `cfg` for a run. `saved` is the config of the run being resumed, whose batch
+    /// resolution a still-`"auto"` request keeps. With `show`, the device and precision lines
+    /// and the batch-size table are printed as they are decided.
+    pub fn resolve(
+        cfg: ExperimentConfig,
+        saved: Option<&ExperimentConfig>,
+        show: bool,
+        progress: bool,
+    ) -> Result<Self> {
+        let compute = ResolvedCompute::resolve(&cfg)?;
+        if show {
+            println!("device: {} ({})", compute.device.selection.name, compute.device.selection.reason);
+        }
+        if let Some(w) = &compute.precision.warning {
+            eprintln!("warning: {w}");
+        }
+        if show {
+            println!(
+                "precision: {} compute, f32 master weights ({})",
+                compute.precision.precision, compute.precision.reason
+            );
+        }
+        let input = ResolvedData::resolve(&cfg, progress)?;
+        let t = &cfg.training;
+        let (batch_size, accumulation_steps, batch_source) = match (t.batch_size, saved) {
+            (BatchSize::Fixed(b), _) => (b, t.accumulation_steps, BatchSource::Config),
+            (BatchSize::Auto, Some(s)) if s.training.batch_size.fixed().is_some() => {
+                (s.training.batch_size.fixed().unwrap_or(1), s.training.accumulation_steps, BatchSource::Saved)
+            }
+            (BatchSize::Auto, _) => {
+                let report = crate::tune::search(&cfg, &compute, &input)?;
+                if show {
+                    print!("{}", report.render());
+                }
+                (report.batch_size, report.accumulation_steps, BatchSource::Searched(report))
+            }
+        };
+        let config = ExperimentConfig {
+            training: TrainingConfig {
+                batch_size: BatchSize::Fixed(batch_size),
+                accumulation_steps,
+                ..cfg.training.clone()
+            },
+            ..cfg
+        };
+        Ok(Self { config, compute, input, batch_size, accumulation_steps, batch_source })
+    }
+}
+
+/// The dataset root: `data.path`, or the `[synthetic]` dataset (generated once per setting).
+pub fn dataset_root(cfg: &ExperimentConfig, progress: bool) -> Result<PathBuf> {
+    if let Some(p) = cfg.data_path() {
+        return Ok(p);
+    }
+    let key = serde_json::to_string(&cfg.synthetic).unwrap_or_default();
+    let root = PathBuf::from(&cfg.data.synthetic_dir).join(format!("synth-{:016x}", fnv1a(FNV_OFFSET, key.as_bytes())));
+    if !root.join("train.csv").is_file() {
+        println!(
+            "generating a synthetic sign dataset ({} classes x {} signers x {} repetitions) in {}",
+            cfg.synthetic.classes,
+            cfg.synthetic.signers,
+            cfg.synthetic.repetitions,
+            root.display()
+        );
+        data::synth::generate(&root, &cfg.synthetic, progress)?;
+    }
+    Ok(root)
+}
+
+/// Open, load (through the preprocessed cache) and split the data.
+pub fn prepare_data(cfg: &ExperimentConfig, pre: &Preprocessor, progress: bool) -> Result<PreparedData> {
+    let root = dataset_root(cfg, progress)?;
+    let index = data::index::open(&root)?;
+    let opts = LoadOptions {
+        on_error: cfg.data.on_error,
+        max_bad_fraction: cfg.data.max_bad_fraction,
+        cache_dir: (!cfg.data.cache_dir.is_empty()).then(|| PathBuf::from(&cfg.data.cache_dir)),
+        threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        progress,
+    };
+    let ds = SignDataset::load(&index, pre, &opts)?;
+    for (path, why) in &ds.skipped {
+        eprintln!("warning: skipped {}: {why}", path.display());
+    }
+    let (train, valid) = if cfg.data.folds >= 2 {
+        let groups = data::index::count_groups(&ds.groups());
+        if groups < cfg.data.folds {
+            return Err(TrainError::Invalid(format!(
+                "data.folds = {} but {} has {groups} signers (groups); each fold needs at least one",
+                cfg.data.folds,
+                root.display()
+            )));
+        }
+        ds.fold_by_group(cfg.data.folds, cfg.data.fold, cfg.data.split_seed)
+    } else {
+        ds.split_by_group(cfg.data.valid_fraction, cfg.data.split_seed)
+    };
+    Ok(PreparedData { root, dataset: Arc::new(ds), train, valid })
+}

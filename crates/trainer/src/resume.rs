@@ -1,0 +1,114 @@
+//! Opening a run directory: a new run refuses a directory that already holds one; a resume reads
+//! the run's saved config, refuses a config that would change the model, its input or the data
+//! order, and finds the newest complete checkpoint.
+
+use std::path::{Path, PathBuf};
+
+use bundle::layout;
+
+use crate::config::{BatchSize, ExperimentConfig};
+use crate::train::RunOptions;
+use crate::{Result, TrainError};
+
+/// A run directory ready for a run.
+#[derive(Debug)]
+pub struct OpenedRun {
+    /// The directory (created).
+    pub run_dir: PathBuf,
+    /// The run's saved `config.toml`, when resuming.
+    pub saved: Option<ExperimentConfig>,
+    /// The newest complete checkpoint (step, directory), when resuming.
+    pub latest: Option<(usize, PathBuf)>,
+}
+
+/// Open (and create) the run directory `opts` and `cfg` name.
+pub fn open(cfg: &ExperimentConfig, opts: &RunOptions) -> Result<OpenedRun> {
+    let run_dir = match (&opts.run_dir, opts.resume) {
+        (Some(d), _) => d.clone(),
+        (None, true) => return Err(TrainError::Invalid("resume needs the run directory".into())),
+        (None, false) => layout::new_run_dir(Path::new(&cfg.training.out_dir), &cfg.name),
+    };
+    let (saved, latest) = if opts.resume {
+        let saved = read_saved_config(&run_dir)?;
+        check_resume_compatible(&run_dir, &saved, cfg)?;
+        bundle::atomic::clean_staging(&layout::checkpoints_dir(&run_dir));
+        (Some(saved), crate::checkpoint::list(&run_dir).pop())
+    } else {
+        if layout::holds_run(&run_dir) {
+            return Err(TrainError::Invalid(format!(
+                "{} already holds a run; continue it with --resume {0} or choose another --out",
+                run_dir.display()
+            )));
+        }
+        (None, None)
+    };
+    std::fs::create_dir_all(&run_dir).map_err(|e| TrainError::io(&run_dir, e))?;
+    Ok(OpenedRun { run_dir, saved, latest })
+}
+
+/// The resolved config a run directory was trained with.
+pub fn read_saved_config(run_dir: &Path) -> Result<ExperimentConfig> {
+    ExperimentConfig::from_file(&run_dir.join(layout::CONFIG_FILE)).map_err(|e| TrainError::Resume {
+        path: run_dir.into(),
+        message: format!("no usable {} ({e})", layout::CONFIG_FILE),
+    })
+}
+
+/// Keys whose values differ between two TOML tables (dotted), for resume errors.
+fn diff_keys(a: &toml::Value, b: &toml::Value, prefix: &str, out: &mut Vec<String>) {
+    match (a, b) {
+        (toml::Value::Table(ta), toml::Value::Table(tb)) => {
+            let keys: std::collections::BTreeSet<&String> = ta.keys().chain(tb.keys()).collect();
+            for k in keys {
+                let p = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                match (ta.get(k), tb.get(k)) {
+                    (Some(x), Some(y)) => diff_keys(x, y, &p, out),
+                    (x, y) => out.push(format!(
+                        "{p} = {} in the run, {} now",
+                        x.map(|v| v.to_string()).unwrap_or("(unset)".into()),
+                        y.map(|v| v.to_string()).unwrap_or("(unset)".into())
+                    )),
+                }
+            }
+        }
+        (x, y) if x != y => out.push(format!("{prefix} = {x} in the run, {y} now")),
+        _ => {}
+    }
+}
+
+/// Refuse to continue the run in `run_dir` (trained with `saved`) under `now` when what fixes
+/// the model's shapes or the data order changed. A `batch_size = "auto"` request accepts the
+/// size the run resolved (resolution keeps it).
+pub fn check_resume_compatible(run_dir: &Path, saved: &ExperimentConfig, now: &ExperimentConfig) -> Result<()> {
+    let to_value = |c: &ExperimentConfig| toml::Value::try_from(c).expect("configs serialize");
+    let (a, b) = (to_value(saved), to_value(now));
+    let mut diffs = Vec::new();
+    for section in ["model", "preprocess", "data", "synthetic"] {
+        if let (Some(x), Some(y)) = (a.get(section), b.get(section)) {
+            diff_keys(x, y, section, &mut diffs);
+        }
+    }
+    let keeps_saved_batch = now.training.batch_size == BatchSize::Auto;
+    for key in ["batch_size", "accumulation_steps", "seed", "drop_last"] {
+        if keeps_saved_batch && (key == "batch_size" || key == "accumulation_steps") {
+            continue;
+        }
+        let (x, y) = (a["training"].get(key), b["training"].get(key));
+        if x != y {
+            diffs.push(format!("training.{key} = {:?} in the run, {:?} now", x, y));
+        }
+    }
+    // Only the data location may move.
+    diffs.retain(|d| !d.starts_with("data.path") && !d.starts_with("data.cache_dir") && !d.starts_with("data.workers"));
+    if diffs.is_empty() {
+        Ok(())
+    } else {
+        Err(TrainError::Resume {
+            path: run_dir.into(),
+            message: format!(
+                "the config changes the model, its input or the data order, so the checkpoint cannot continue: {}",
+                diffs.join("; ")
+            ),
+        })
+    }
+}

@@ -1,0 +1,215 @@
+//! One optimizer step over K micro-batches: the single definition of a training step that the
+//! training loop, the batch-size search, `trainer bench` and the criterion benches all call.
+//!
+//! Per step: for each micro-batch, the mixed-precision forward ([`ComputeModel`]: weights and
+//! inputs cast to the compute dtype, logits back in f32), the loss in f32, the backward pass of
+//! `loss x scale / K`, and the gradients summed onto the f32 masters; then ONE host read (loss,
+//! correct count, squared global gradient norm), and, when everything is finite, global-norm
+//! clipping, unscaling and the optimizer update. A step whose loss or gradients are not finite
+//! leaves the model and optimizer untouched; what to do about it is the caller's policy
+//! ([`crate::recovery`], [`crate::amp::LossScaler`]).
+
+use std::time::Instant;
+
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::nn::loss::CrossEntropyLoss;
+use burn::optim::{GradientsAccumulator, GradientsParams};
+use burn::prelude::Backend;
+use burn::tensor::{FloatDType, Int, Tensor, Transaction};
+use data::index::{fnv1a, FNV_OFFSET};
+use data::loader::SignBatch;
+use models::precision::ComputeModel;
+use models::SignModel;
+
+use crate::optim::Optim;
+use crate::profile::{Phase, Profiler};
+use crate::{InnerBackend, Result, TrainBackend};
+
+type Device = device::DispatchDevice;
+
+/// Deliberate faults for drills and tests (`[fault]`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StepFaults {
+    /// Replace the loss by NaN.
+    pub nan_loss: bool,
+    /// Multiply the first gradient tensor by infinity.
+    pub inf_grad: bool,
+}
+
+/// Everything about one step that is not the model, the optimizer or the data.
+#[derive(Debug, Clone)]
+pub struct StepSettings {
+    /// The compute dtype of the forward and backward passes (`F32` = no casts).
+    pub compute: FloatDType,
+    /// Micro-batches whose gradients are averaged into this step.
+    pub micro_batches: usize,
+    /// The loss is multiplied by this before the backward pass (f16 loss scaling; 1 otherwise).
+    pub loss_scale: f64,
+    /// Learning rate of this step.
+    pub lr: f64,
+    /// Clip the global gradient norm to this (0 = off).
+    pub clip_grad_norm: f64,
+    /// `Some((seed, step))`: re-seed the backend before each micro-batch from (seed, step,
+    /// micro-batch), so dropout masks are the same when a run is resumed.
+    pub dropout_seed: Option<(u64, u64)>,
+    /// Injected faults.
+    pub faults: StepFaults,
+}
+
+/// What one step did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepOutcome {
+    /// Mean loss over the micro-batches (unscaled).
+    pub loss: f64,
+    /// Correct arg-max predictions over the step's samples.
+    pub correct: u64,
+    /// Samples in the step.
+    pub samples: u64,
+    /// Global L2 norm of the unscaled gradients, before clipping.
+    pub grad_norm: f64,
+    /// Loss and gradients were finite, so the update was applied.
+    pub applied: bool,
+}
+
+/// Runs one optimizer step. `next_batch(k)` supplies micro-batch `k` on the device. Returns the
+/// updated model (unchanged when the step was not finite) and the outcome.
+pub fn train_step(
+    device: &Device,
+    model: SignModel<TrainBackend>,
+    optim: &mut Optim,
+    loss_fn: &CrossEntropyLoss<TrainBackend>,
+    settings: &StepSettings,
+    prof: &mut Profiler,
+    mut next_batch: impl FnMut(usize) -> Result<SignBatch<TrainBackend>>,
+) -> Result<(SignModel<TrainBackend>, StepOutcome)> {
+    let k_total = settings.micro_batches.max(1);
+    let mut accumulator = GradientsAccumulator::<SignModel<TrainBackend>>::new();
+    let mut single: Option<GradientsParams> = None;
+    let mut losses: Vec<Tensor<InnerBackend, 1>> = Vec::with_capacity(k_total);
+    let mut corrects: Vec<Tensor<InnerBackend, 1, Int>> = Vec::with_capacity(k_total);
+    let mut samples = 0u64;
+    let mut compute: Option<ComputeModel<TrainBackend>> = None;
+    for k in 0..k_total {
+        let t0 = Instant::now();
+        let batch = next_batch(k)?;
+        let t1 = prof.mark(device, Phase::Data, t0);
+        if let Some((seed, step)) = settings.dropout_seed {
+            TrainBackend::seed(device, mix(seed, step, k as u64));
+        }
+        let n = batch.labels.dims()[0];
+        // Forward/backward run on a compute-dtype copy of the f32 masters (same ParamIds), made
+        // once per step and charged to the forward phase.
+        let compute = compute.get_or_insert_with(|| ComputeModel::new(model.clone(), settings.compute));
+        let logits = compute.forward(batch.inputs, batch.pad_mask);
+        let mut loss = loss_fn.forward(logits.clone(), batch.labels.clone());
+        if settings.faults.nan_loss {
+            loss = loss.mul_scalar(f64::NAN);
+        }
+        let correct = logits.argmax(1).reshape([n]).equal(batch.labels).int().sum();
+        losses.push(loss.clone().inner());
+        corrects.push(correct.inner());
+        let factor = settings.loss_scale / k_total as f64;
+        let loss = if factor != 1.0 { loss.mul_scalar(factor) } else { loss };
+        let t2 = prof.mark(device, Phase::Forward, t1);
+        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        if k_total == 1 {
+            single = Some(grads);
+        } else {
+            accumulator.accumulate(&model, grads);
+        }
+        prof.mark(device, Phase::Backward, t2);
+        samples += n as u64;
+    }
+    let t3 = Instant::now();
+    let mut grads = single.unwrap_or_else(|| accumulator.grads());
+    if settings.faults.inf_grad {
+        model.visit(&mut CorruptFirst { grads: &mut grads, done: false });
+    }
+    let mut norm = GradNorm { grads: &grads, total: None };
+    model.visit(&mut norm);
+    let norm2 = norm.total.unwrap_or_else(|| Tensor::zeros([1], device));
+    // The one host read of the step: loss, correct count, squared global gradient norm.
+    let read = Transaction::default()
+        .register(Tensor::cat(losses, 0).sum())
+        .register(Tensor::cat(corrects, 0).sum())
+        .register(norm2)
+        .execute();
+    let first = |i: usize| read[i].iter::<f64>().next().unwrap_or(f64::NAN);
+    let (loss_sum, correct, norm2) = (first(0), first(1) as u64, first(2));
+    let loss = loss_sum / k_total as f64;
+    let scale = settings.loss_scale;
+    let grad_norm = norm2.sqrt() / scale;
+    let applied = loss.is_finite() && norm2.is_finite();
+    let model = if applied {
+        let mut factor = 1.0 / scale;
+        let clip = settings.clip_grad_norm;
+        if clip > 0.0 && grad_norm > clip {
+            factor *= clip / (grad_norm + 1e-6);
+        }
+        if factor != 1.0 {
+            model.visit(&mut ScaleGrads { grads: &mut grads, factor });
+        }
+        optim.step(settings.lr, model, grads)
+    } else {
+        model
+    };
+    prof.mark(device, Phase::Optimizer, t3);
+    Ok((model, StepOutcome { loss, correct, samples, grad_norm, applied }))
+}
+
+/// The dropout seed of micro-batch `b` of step `a`.
+fn mix(seed: u64, a: u64, b: u64) -> u64 {
+    let mut h = fnv1a(FNV_OFFSET, &seed.to_le_bytes());
+    h = fnv1a(h, &a.to_le_bytes());
+    fnv1a(h, &b.to_le_bytes())
+}
+
+/// Sums squared gradient norms (lazily, on the device).
+struct GradNorm<'a> {
+    grads: &'a GradientsParams,
+    total: Option<Tensor<InnerBackend, 1>>,
+}
+
+impl ModuleVisitor<TrainBackend> for GradNorm<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<TrainBackend, D>>) {
+        if let Some(g) = self.grads.get::<InnerBackend, D>(param.id) {
+            let s = g.powi_scalar(2).sum();
+            self.total = Some(match self.total.take() {
+                Some(t) => t + s,
+                None => s,
+            });
+        }
+    }
+}
+
+/// Multiplies every gradient by a factor.
+struct ScaleGrads<'a> {
+    grads: &'a mut GradientsParams,
+    factor: f64,
+}
+
+impl ModuleVisitor<TrainBackend> for ScaleGrads<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<TrainBackend, D>>) {
+        if let Some(g) = self.grads.remove::<InnerBackend, D>(param.id) {
+            self.grads.register(param.id, g.mul_scalar(self.factor));
+        }
+    }
+}
+
+/// Fault injection: multiplies the first gradient tensor by infinity.
+struct CorruptFirst<'a> {
+    grads: &'a mut GradientsParams,
+    done: bool,
+}
+
+impl ModuleVisitor<TrainBackend> for CorruptFirst<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<TrainBackend, D>>) {
+        if self.done {
+            return;
+        }
+        if let Some(g) = self.grads.remove::<InnerBackend, D>(param.id) {
+            self.grads.register(param.id, g.mul_scalar(f64::INFINITY));
+            self.done = true;
+        }
+    }
+}
