@@ -632,3 +632,148 @@ fn cross_validation_holds_out_every_signer_once_and_continues() {
     let e = trainer::cv::run_cv(&cfg, 1, None).unwrap_err().to_string();
     assert!(e.contains("--folds 1"), "{e}");
 }
+
+/// Every leaf of a TOML table as (dotted key, value).
+fn flatten(prefix: &str, value: &toml::Value, out: &mut std::collections::BTreeMap<String, toml::Value>) {
+    match value {
+        toml::Value::Table(t) => {
+            for (k, v) in t {
+                let key = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                flatten(&key, v, out);
+            }
+        }
+        leaf => {
+            out.insert(prefix.to_string(), leaf.clone());
+        }
+    }
+}
+
+/// Equal TOML values, numbers compared as numbers (an f32 default is serialized as its f64
+/// widening, 0.006 as 0.006000000052...).
+fn same_value(a: &toml::Value, b: &toml::Value) -> bool {
+    use toml::Value::{Array, Float, Integer};
+    let num = |v: &toml::Value| match v {
+        Integer(i) => Some(*i as f64),
+        Float(f) => Some(*f),
+        _ => None,
+    };
+    match (a, b) {
+        (Array(x), Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_value(p, q)),
+        _ => match (num(a), num(b)) {
+            (Some(x), Some(y)) => (x - y).abs() <= 1e-6 * x.abs().max(y.abs()),
+            _ => a == b,
+        },
+    }
+}
+
+/// docs/CONFIG.md: one table per section (`### [section]`, `### [model] with kind = "..."`),
+/// rows `| key | default | built-in run | meaning |`. Returns (section, model kind, key) ->
+/// (default cell, built-in cell, line).
+fn config_reference() -> std::collections::BTreeMap<(String, Option<String>), (String, String, usize)> {
+    let text = std::fs::read_to_string(configs_dir().join("../docs/CONFIG.md")).unwrap();
+    let mut rows = std::collections::BTreeMap::new();
+    let (mut section, mut kind): (Option<String>, Option<String>) = (None, None);
+    for (n, line) in text.lines().enumerate() {
+        if let Some(heading) = line.strip_prefix("### ") {
+            section = if heading == "Top level" {
+                Some(String::new())
+            } else {
+                heading.split("`[").nth(1).and_then(|r| r.split("]`").next()).map(String::from)
+            };
+            kind = heading.split("kind = \"").nth(1).and_then(|r| r.split('"').next()).map(String::from);
+            continue;
+        }
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        if !line.starts_with("| `") || cells.len() < 6 {
+            continue;
+        }
+        let section = section.clone().unwrap_or_else(|| panic!("CONFIG.md line {}: a row before any section", n + 1));
+        let key = cells[1].trim_matches('`');
+        let key = if section.is_empty() { key.to_string() } else { format!("{section}.{key}") };
+        let unquote = |c: &str| c.strip_prefix('`').and_then(|c| c.strip_suffix('`')).unwrap_or(c).to_string();
+        let previous = rows.insert((key.clone(), kind.clone()), (unquote(cells[2]), unquote(cells[3]), n + 1));
+        assert!(previous.is_none(), "CONFIG.md line {}: `{key}` is documented twice", n + 1);
+    }
+    rows
+}
+
+#[test]
+fn config_reference_matches_the_code() {
+    use std::collections::BTreeMap;
+    use toml::Value;
+    let parse = |cell: &str, what: &str| -> Value {
+        toml::from_str::<toml::Table>(&format!("v = {cell}"))
+            .unwrap_or_else(|e| panic!("{what}: `{cell}` is not a TOML value: {e}"))
+            .remove("v")
+            .unwrap()
+    };
+    // What the code says: serde defaults (each model kind's own) and the built-in run.
+    let mut defaults: BTreeMap<(String, Option<String>), Value> = BTreeMap::new();
+    let mut all = BTreeMap::new();
+    flatten("", &Value::try_from(ExperimentConfig::default()).unwrap(), &mut all);
+    for (k, v) in all.into_iter().filter(|(k, _)| !k.starts_with("model.")) {
+        defaults.insert((k, None), v);
+    }
+    let kinds = [
+        models::ModelConfig::ConvTransformer(Default::default()),
+        models::ModelConfig::Transformer(Default::default()),
+        models::ModelConfig::Gru(Default::default()),
+    ];
+    for model in &kinds {
+        let mut keys = BTreeMap::new();
+        flatten("model", &Value::try_from(model).unwrap(), &mut keys);
+        for (k, v) in keys {
+            defaults.insert((k, Some(model.kind().to_string())), v);
+        }
+    }
+    let mut built_in = BTreeMap::new();
+    flatten("", &Value::Table(toml::from_str(DEFAULT_TOML).unwrap()), &mut built_in);
+    let built_in_kind = built_in["model.kind"].as_str().unwrap().to_string();
+
+    let docs = config_reference();
+    let mut problems = Vec::new();
+    for (key, kind) in defaults.keys() {
+        if !docs.contains_key(&(key.clone(), kind.clone())) {
+            problems.push(format!(
+                "`{key}`{} is not documented",
+                kind.as_ref().map(|k| format!(" ({k})")).unwrap_or_default()
+            ));
+        }
+    }
+    for key in built_in.keys() {
+        let kind = key.starts_with("model.").then(|| built_in_kind.clone());
+        if !defaults.contains_key(&(key.clone(), kind)) {
+            problems.push(format!("configs/default.toml sets `{key}`, which the config does not have"));
+        }
+    }
+    for ((key, kind), (default, built, line)) in &docs {
+        let Some(expected) = defaults.get(&(key.clone(), kind.clone())) else {
+            problems.push(format!("line {line}: `{key}` is documented but is not a config key"));
+            continue;
+        };
+        if !same_value(&parse(default, &format!("line {line}")), expected) {
+            problems.push(format!("line {line}: `{key}` default is documented as {default}, the code says {expected}"));
+        }
+        let in_built_in = match kind {
+            Some(k) if *k != built_in_kind => None,
+            _ => built_in.get(key),
+        };
+        match (in_built_in, built.is_empty()) {
+            (None, true) => {}
+            (None, false) => problems.push(format!(
+                "line {line}: `{key}`: configs/default.toml does not set it, but the built-in column says {built}"
+            )),
+            (Some(v), true) => problems
+                .push(format!("line {line}: `{key}`: configs/default.toml sets {v}, the built-in column is empty")),
+            (Some(v), false) => {
+                if !same_value(&parse(built, &format!("line {line}")), v) {
+                    problems.push(format!(
+                        "line {line}: `{key}`: built-in run documented as {built}, configs/default.toml sets {v}"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "docs/CONFIG.md is out of date:\n{}", problems.join("\n"));
+    assert!(docs.len() > 100, "the reference parser found only {} rows", docs.len());
+}
