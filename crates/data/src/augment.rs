@@ -11,9 +11,11 @@ use crate::sequence::{FeatureSequence, LandmarkSequence, Sample};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AugmentConfig {
+    /// Augmentation on or off.
     pub enabled: bool,
     /// Horizontal flip: x -> -x around the reference point, left/right landmarks swapped.
     pub flip_prob: f32,
+    /// Probability of the affine transform (scale, shear, shift, rotation).
     pub affine_prob: f32,
     /// Uniform scale range.
     pub scale: [f32; 2],
@@ -23,12 +25,15 @@ pub struct AugmentConfig {
     pub shift: f32,
     /// Max absolute rotation in degrees.
     pub rotation_deg: f32,
+    /// Probability of a speed change.
     pub speed_prob: f32,
     /// Speed factor range: 2.0 plays twice as fast (half the frames).
     pub speed: [f32; 2],
+    /// Probability of masking one span of frames.
     pub temporal_mask_prob: f32,
     /// Fraction of frames masked (one contiguous span).
     pub temporal_mask: [f32; 2],
+    /// Probability of removing a block of landmarks.
     pub cutout_prob: f32,
     /// Fraction of landmarks removed (one contiguous block of kept points) for the whole sequence.
     pub cutout_fraction: f32,
@@ -57,6 +62,7 @@ impl Default for AugmentConfig {
 /// An [`AugmentConfig`] bound to a landmark mirror table.
 #[derive(Debug, Clone)]
 pub struct Augmenter {
+    /// The settings.
     pub config: AugmentConfig,
     /// For each kept landmark, its mirror partner (see `Preprocessor::mirror_of_kept`).
     mirror: Vec<usize>,
@@ -71,6 +77,7 @@ fn uniform<R: Rng>(rng: &mut R, lo: f32, hi: f32) -> f32 {
 }
 
 impl Augmenter {
+    /// An augmenter for sequences whose kept points mirror by `mirror` (empty = no flip).
     pub fn new(config: AugmentConfig, mirror: Vec<usize>) -> Self {
         Self { config, mirror }
     }

@@ -26,16 +26,22 @@ pub enum OnError {
 /// One normalized sequence (after preprocessing stage 1) and its label.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Item {
+    /// The raw sequence.
     pub sample: Sample,
+    /// Class index.
     pub label: usize,
+    /// Group (signer) the split holds out together.
     pub group: String,
+    /// The file it came from.
     pub path: PathBuf,
 }
 
 /// A loaded dataset, ready for batching.
 #[derive(Debug, Clone)]
 pub struct SignDataset {
+    /// Class names, index = label.
     pub labels: Vec<String>,
+    /// Every loaded sequence.
     pub items: Vec<Item>,
     /// Model input features per frame (after preprocessing stage 2).
     pub features: usize,
@@ -45,14 +51,18 @@ pub struct SignDataset {
     pub from_cache: bool,
 }
 
+/// How to load a dataset.
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
+    /// What to do with a bad file.
     pub on_error: OnError,
     /// With `Skip`, still fail when more than this fraction of files is bad.
     pub max_bad_fraction: f64,
     /// Directory for the preprocessed cache; `None` disables caching.
     pub cache_dir: Option<PathBuf>,
+    /// Loader threads.
     pub threads: usize,
+    /// Show a progress bar.
     pub progress: bool,
 }
 
@@ -191,6 +201,7 @@ impl SignDataset {
         Ok(SignDataset { labels: index.labels.clone(), items, features, skipped, from_cache: false })
     }
 
+    /// Number of classes.
     pub fn num_classes(&self) -> usize {
         self.labels.len()
     }
@@ -335,7 +346,9 @@ fn read_cache(path: &Path, key: u64) -> Result<SignDataset> {
 /// with [`crate::loader::ItemBatcher`].
 #[derive(Debug, Clone)]
 pub struct DatasetSplit {
+    /// The whole dataset.
     pub data: std::sync::Arc<SignDataset>,
+    /// Positions of the split's items in it.
     pub indices: Vec<usize>,
 }
 

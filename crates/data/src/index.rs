@@ -13,14 +13,20 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{DataError, Result};
 
+/// The ISLR layout's sequence list.
 pub const ISLR_CSV: &str = "train.csv";
+/// The ISLR layout's label map.
 pub const LABEL_MAP: &str = "sign_to_prediction_index_map.json";
+/// The npy layout's sequence list.
 pub const NPY_CSV: &str = "labels.csv";
 
+/// A sequence file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Format {
+    /// One parquet file per sequence in the ISLR long format.
     Islr,
+    /// One `.npy` array per sequence.
     Npy,
 }
 
@@ -35,19 +41,27 @@ impl Format {
     }
 }
 
+/// One sequence of a dataset.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
+    /// Its file.
     pub path: PathBuf,
+    /// Class index.
     pub label: usize,
     /// Signer / participant; splits keep a group on one side.
     pub group: String,
 }
 
+/// A dataset's sequence list.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DatasetIndex {
+    /// The dataset root.
     pub root: PathBuf,
+    /// Its layout.
     pub format: Format,
+    /// Class names, index = label.
     pub labels: Vec<String>,
+    /// Every sequence.
     pub entries: Vec<Entry>,
 }
 

@@ -8,20 +8,30 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LandmarkType {
+    /// 468 face-mesh points.
     Face,
+    /// 21 left-hand points.
     LeftHand,
+    /// 33 body-pose points.
     Pose,
+    /// 21 right-hand points.
     RightHand,
 }
 
+/// Face-mesh points.
 pub const FACE: usize = 468;
+/// Points per hand.
 pub const HAND: usize = 21;
+/// Body-pose points.
 pub const POSE: usize = 33;
+/// Points of the Holistic layout (543).
 pub const NUM_LANDMARKS: usize = FACE + HAND + POSE + HAND;
 
 impl LandmarkType {
+    /// Every type, in layout order.
     pub const ALL: [LandmarkType; 4] = [Self::Face, Self::LeftHand, Self::Pose, Self::RightHand];
 
+    /// The name in ISLR parquet files (`face`, `left_hand`, `pose`, `right_hand`).
     pub fn name(self) -> &'static str {
         match self {
             Self::Face => "face",
@@ -31,6 +41,7 @@ impl LandmarkType {
         }
     }
 
+    /// The type of an ISLR `type` column value.
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|t| t.name() == s)
     }
@@ -45,6 +56,7 @@ impl LandmarkType {
         }
     }
 
+    /// Points of this type.
     pub fn count(self) -> usize {
         match self {
             Self::Face => FACE,
@@ -65,13 +77,16 @@ impl LandmarkType {
 /// Lips (40 face points) as used by the 1st-place ISLR solution; left/right halves mirror each
 /// other position by position, the centre line maps to itself.
 pub const LIPS_LEFT: [usize; 18] = [84, 181, 91, 146, 61, 185, 40, 39, 37, 87, 178, 88, 95, 78, 191, 80, 81, 82];
+/// Right half of the lips (mirrors [`LIPS_LEFT`] position by position).
 pub const LIPS_RIGHT: [usize; 18] =
     [314, 405, 321, 375, 291, 409, 270, 269, 267, 317, 402, 318, 324, 308, 415, 310, 311, 312];
+/// Lip centre line (maps to itself).
 pub const LIPS_CENTRE: [usize; 4] = [0, 17, 13, 14];
 /// Nose points; 98 and 327 mirror each other.
 pub const NOSE: [usize; 4] = [1, 2, 98, 327];
 /// Eye contours; position k of one mirrors position k of the other.
 pub const RIGHT_EYE: [usize; 16] = [33, 7, 163, 144, 145, 153, 154, 155, 133, 246, 161, 160, 159, 158, 157, 173];
+/// Left eye contour.
 pub const LEFT_EYE: [usize; 16] = [263, 249, 390, 373, 374, 380, 381, 382, 362, 466, 388, 387, 386, 385, 384, 398];
 /// Face landmark used as the normalisation reference (chin, below the lips).
 pub const REFERENCE_POINT: usize = 17;

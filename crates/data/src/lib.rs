@@ -21,9 +21,11 @@
 //! let (train, valid) = ds.split_by_group(0.2, 0);
 //! # Ok::<(), data::DataError>(())
 //! ```
+#![warn(missing_docs)]
 
 pub mod augment;
 pub mod dataset;
+/// Errors that name the file, line or key.
 pub mod error;
 pub mod index;
 pub mod islr;

@@ -22,11 +22,17 @@ use crate::sequence::Prepared;
 /// (true = padding), `labels [batch]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HostBatch {
+    /// Sequences.
     pub batch: usize,
+    /// Frames per sequence.
     pub window: usize,
+    /// Features per frame.
     pub features: usize,
+    /// `[batch, window, features]`, row-major.
     pub inputs: Vec<f32>,
+    /// `[batch, window]`, true = padding.
     pub pad_mask: Vec<bool>,
+    /// `[batch]` class indices.
     pub labels: Vec<i64>,
     /// Positions of the items in the dataset, in batch order.
     pub indices: Vec<usize>,
@@ -35,8 +41,11 @@ pub struct HostBatch {
 /// A batch on a device.
 #[derive(Debug, Clone)]
 pub struct SignBatch<B: Backend> {
+    /// `[batch, window, features]`.
     pub inputs: Tensor<B, 3>,
+    /// `[batch, window]`, true = padding.
     pub pad_mask: Tensor<B, 2, Bool>,
+    /// `[batch]` class indices.
     pub labels: Tensor<B, 1, Int>,
 }
 
@@ -62,6 +71,7 @@ impl HostBatch {
         }
     }
 
+    /// Copy the batch to `device`.
     pub fn to_device<B: Backend>(&self, device: &B::Device) -> SignBatch<B> {
         SignBatch {
             inputs: Tensor::from_data(
@@ -82,9 +92,11 @@ impl HostBatch {
 /// batches (resume), and it uploads on the worker threads one batch at a time.
 #[derive(Debug, Clone)]
 pub struct ItemBatcher {
+    /// Stage 2 of preprocessing (and stage 1 for uncached items).
     pub preprocessor: Arc<Preprocessor>,
     /// `Some` for training batches.
     pub augmenter: Option<Arc<Augmenter>>,
+    /// Seed of the augmentation draws.
     pub seed: u64,
 }
 
@@ -96,6 +108,7 @@ impl ItemBatcher {
         )
     }
 
+    /// Prepare item `index` of epoch `epoch` (augmented when an augmenter is set).
     pub fn prepare(&self, item: &Item, epoch: usize, index: usize) -> Prepared {
         self.prepare_keyed(item, epoch as u64, index as u64)
     }
@@ -138,6 +151,7 @@ impl ItemBatcher {
         self.stack_keyed(keyed, (0..items.len()).collect())
     }
 
+    /// The batch of `indices` of `data` in epoch `epoch`.
     pub fn host_batch(&self, data: &SignDataset, indices: &[usize], epoch: usize) -> HostBatch {
         let keyed = indices.iter().map(|&i| (&data.items[i], epoch as u64, i as u64));
         self.stack_keyed(keyed, indices.to_vec())
@@ -155,11 +169,15 @@ impl<B: Backend> Batcher<B, Item, SignBatch<B>> for ItemBatcher {
 /// Settings of one pass over a subset.
 #[derive(Debug, Clone)]
 pub struct LoaderConfig {
+    /// Sequences per batch.
     pub batch_size: usize,
+    /// Shuffle each epoch (seeded by `seed` and the epoch).
     pub shuffle: bool,
+    /// Drop an incomplete last batch.
     pub drop_last: bool,
     /// Shuffle seed; the order of epoch `e` depends only on (seed, e).
     pub seed: u64,
+    /// Batch-building threads.
     pub workers: usize,
     /// Batches each worker may have ready ahead of the consumer.
     pub prefetch: usize,
@@ -233,6 +251,7 @@ impl EpochLoader {
         self.total
     }
 
+    /// Whether no batch is left.
     pub fn is_empty(&self) -> bool {
         self.total == 0
     }

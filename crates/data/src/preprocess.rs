@@ -18,10 +18,13 @@ use crate::error::{DataError, Result};
 use crate::layout::{mirror_map, named_subset, NUM_LANDMARKS, REFERENCE_POINT};
 use crate::sequence::{FeatureSequence, LandmarkSequence, Prepared, Sample};
 
+/// Coordinates kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Coords {
+    /// x and y.
     Xy,
+    /// x, y and z.
     Xyz,
 }
 
@@ -42,6 +45,7 @@ pub struct PreprocessConfig {
     /// Landmark subsets by name (`lips`, `hands`, `left_hand`, `right_hand`, `nose`, `eyes`,
     /// `left_eye`, `right_eye`, `pose`, `face`) or index (`"17"`, `"500-510"`); empty = all points.
     pub landmarks: Vec<String>,
+    /// Coordinates kept.
     pub coords: Coords,
     /// Centre on the reference point and divide by the coordinate std of the sequence.
     pub normalize: bool,
@@ -52,6 +56,7 @@ pub struct PreprocessConfig {
     pub time_differences: bool,
     /// Frames per model input; shorter sequences are padded and masked.
     pub window: usize,
+    /// How longer sequences are shortened to `window`.
     pub long_sequences: LongSequences,
     /// Drop frames in which every kept point is missing.
     pub drop_empty_frames: bool,
@@ -98,12 +103,14 @@ impl PreprocessConfig {
 /// A validated [`PreprocessConfig`] with its landmark indices resolved.
 #[derive(Debug, Clone)]
 pub struct Preprocessor {
+    /// The settings.
     pub config: PreprocessConfig,
     /// Selected flattened indices, deduplicated, in config order; empty = all.
     indices: Vec<usize>,
 }
 
 impl Preprocessor {
+    /// A preprocessor for `config` (checked).
     pub fn new(config: PreprocessConfig) -> Result<Self> {
         config.validate()?;
         let mut indices = Vec::new();

@@ -6,8 +6,11 @@ use serde::{Deserialize, Serialize};
 /// nothing. `frame_ids` are the source frame numbers (they may have gaps).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LandmarkSequence {
+    /// Points per frame.
     pub points: usize,
+    /// Source frame numbers.
     pub frame_ids: Vec<i32>,
+    /// `[frames, points, 3]`, row-major.
     pub xyz: Vec<f32>,
 }
 
@@ -17,16 +20,19 @@ impl LandmarkSequence {
         Self { points, frame_ids: (0..frames as i32).collect(), xyz: vec![f32::NAN; frames * points * 3] }
     }
 
+    /// Frames.
     pub fn frames(&self) -> usize {
         self.frame_ids.len()
     }
 
+    /// The (x, y, z) of `point` in `frame`.
     #[inline]
     pub fn at(&self, frame: usize, point: usize) -> [f32; 3] {
         let i = (frame * self.points + point) * 3;
         [self.xyz[i], self.xyz[i + 1], self.xyz[i + 2]]
     }
 
+    /// Set the (x, y, z) of `point` in `frame`.
     #[inline]
     pub fn set(&mut self, frame: usize, point: usize, v: [f32; 3]) {
         let i = (frame * self.points + point) * 3;
@@ -69,11 +75,14 @@ impl LandmarkSequence {
 /// Generic per-frame feature vectors `[frames, features]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FeatureSequence {
+    /// Features per frame.
     pub features: usize,
+    /// `[frames, features]`, row-major.
     pub data: Vec<f32>,
 }
 
 impl FeatureSequence {
+    /// Frames.
     pub fn frames(&self) -> usize {
         self.data.len().checked_div(self.features).unwrap_or(0)
     }
@@ -82,11 +91,14 @@ impl FeatureSequence {
 /// One loaded sample, before preprocessing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Sample {
+    /// Landmark coordinates.
     Landmarks(LandmarkSequence),
+    /// Per-frame feature vectors.
     Features(FeatureSequence),
 }
 
 impl Sample {
+    /// Frames.
     pub fn frames(&self) -> usize {
         match self {
             Self::Landmarks(s) => s.frames(),
@@ -107,9 +119,13 @@ impl Sample {
 /// the rest padding (zeros, masked out by the models).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Prepared {
+    /// Frames in the window.
     pub window: usize,
+    /// Features per frame.
     pub features: usize,
+    /// Real frames at the start; the rest is padding.
     pub valid: usize,
+    /// `[window, features]`, row-major.
     pub data: Vec<f32>,
 }
 

@@ -27,12 +27,17 @@ use crate::sequence::LandmarkSequence;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SynthConfig {
+    /// Signs.
     pub classes: usize,
+    /// Signers.
     pub signers: usize,
     /// Recordings of each class by each signer.
     pub repetitions: usize,
+    /// Shortest recording, frames.
     pub min_frames: usize,
+    /// Longest recording, frames.
     pub max_frames: usize,
+    /// Generator seed.
     pub seed: u64,
     /// Per-coordinate tracking noise (std, image units) at the noisiest signer.
     pub noise: f32,
@@ -65,10 +70,12 @@ impl Default for SynthConfig {
 }
 
 impl SynthConfig {
+    /// Sequences the dataset holds.
     pub fn total(&self) -> usize {
         self.classes * self.signers * self.repetitions
     }
 
+    /// Range checks; errors name the key.
     pub fn validate(&self) -> Result<()> {
         let err = |key: &str, message: String| Err(DataError::Config { key: format!("synthetic.{key}"), message });
         if self.classes < 2 {
@@ -426,8 +433,11 @@ pub fn generate_sequence(cfg: &SynthConfig, class: usize, signer_id: usize, repe
 /// What [`generate`] wrote.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GeneratedDataset {
+    /// Where it was written.
     pub root: PathBuf,
+    /// Sequences written.
     pub sequences: usize,
+    /// Class names.
     pub labels: Vec<String>,
 }
 

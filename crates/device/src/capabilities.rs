@@ -12,12 +12,16 @@ use crate::select::Target;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
+    /// 32-bit float.
     F32,
+    /// 16-bit IEEE half.
     F16,
+    /// bfloat16.
     Bf16,
 }
 
 impl Precision {
+    /// Burn's float dtype for this precision.
     pub fn float_dtype(self) -> burn::tensor::FloatDType {
         match self {
             Self::F32 => burn::tensor::FloatDType::F32,
@@ -161,6 +165,7 @@ impl From<Precision> for PrecisionSetting {
 /// Support of one dtype on one device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DtypeSupport {
+    /// The dtype.
     pub dtype: Precision,
     /// Tensors of this dtype work for general arithmetic.
     pub usable: bool,
@@ -168,15 +173,19 @@ pub struct DtypeSupport {
     pub fast: bool,
 }
 
+/// What one device can compute in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Capabilities {
+    /// Support of f32, f16 and bf16.
     pub dtypes: Vec<DtypeSupport>,
     /// What `precision = "auto"` resolves to.
     pub amp: Precision,
+    /// Why `amp` is what it is.
     pub amp_reason: String,
 }
 
 impl Capabilities {
+    /// Whether `p` is usable for general arithmetic here.
     pub fn supports(&self, p: Precision) -> bool {
         self.dtypes.iter().any(|d| d.dtype == p && d.usable)
     }

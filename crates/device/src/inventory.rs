@@ -6,8 +6,11 @@ use serde::{Deserialize, Serialize};
 /// Everything the probes found.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Inventory {
+    /// CUDA driver, toolkit and GPUs.
     pub cuda: CudaInventory,
+    /// WGPU adapters.
     pub wgpu: WgpuInventory,
+    /// The host CPU and memory.
     pub cpu: CpuInfo,
 }
 
@@ -34,20 +37,28 @@ pub enum CudaStatus {
 /// One CUDA GPU as CUDA numbers it (after `CUDA_VISIBLE_DEVICES`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CudaGpu {
+    /// CUDA device ordinal.
     pub ordinal: usize,
+    /// Device name.
     pub name: String,
+    /// Total device memory.
     pub total_memory_bytes: u64,
+    /// Free device memory at probe time.
     pub free_memory_bytes: u64,
     /// (major, minor), e.g. (8, 0) for an A100.
     pub compute_capability: (u32, u32),
 }
 
+/// What the CUDA probe found.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CudaInventory {
+    /// Whether CUDA is usable, or which piece is missing.
     pub status: CudaStatus,
     /// The value of `CUDA_VISIBLE_DEVICES` when probed, if set.
     pub visible_devices: Option<String>,
+    /// The CUDA toolkit directory NVRTC compiles against.
     pub toolkit_path: Option<String>,
+    /// Usable GPUs.
     pub gpus: Vec<CudaGpu>,
 }
 
@@ -55,11 +66,15 @@ pub struct CudaInventory {
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum AdapterKind {
+    /// A discrete GPU.
     DiscreteGpu,
+    /// A GPU sharing memory with the CPU.
     IntegratedGpu,
+    /// A virtualized GPU.
     VirtualGpu,
     /// A software rasterizer (llvmpipe, lavapipe, SwiftShader): real, but slower than the CPU backend.
     Cpu,
+    /// Anything else the driver reports.
     Other,
 }
 
@@ -75,6 +90,7 @@ impl AdapterKind {
         }
     }
 
+    /// Whether this kind is a software renderer.
     pub fn is_software(self) -> bool {
         self == Self::Cpu
     }
@@ -87,35 +103,52 @@ pub struct WgpuAdapter {
     pub index: usize,
     /// Position among adapters of the same kind; what Burn's `WgpuDevice::DiscreteGpu(n)` etc. take.
     pub kind_index: usize,
+    /// Adapter name.
     pub name: String,
+    /// Graphics API (Vulkan, Metal, ...).
     pub backend: String,
+    /// Device type.
     pub kind: AdapterKind,
+    /// Driver name and version.
     pub driver: String,
+    /// Whether it supports `SHADER_F16`.
     pub shader_f16: bool,
+    /// Whether it is a software renderer (llvmpipe, lavapipe).
     pub software: bool,
 }
 
+/// What the WGPU probe found.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct WgpuInventory {
     /// `None` when the probe ran; otherwise why it could not (e.g. not compiled).
     pub unavailable: Option<String>,
+    /// Adapters of the graphics API Burn uses.
     pub adapters: Vec<WgpuAdapter>,
 }
 
 /// The host CPU and what the CPU backend (Burn's Flex) can do on it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CpuInfo {
+    /// CPU model name.
     pub model: String,
+    /// Logical cores (threads).
     pub logical_cores: usize,
+    /// Physical cores, when known.
     pub physical_cores: Option<usize>,
+    /// Total host memory.
     pub total_memory_bytes: u64,
+    /// Available host memory at probe time.
     pub available_memory_bytes: u64,
+    /// The CPU backend (`flex`).
     pub backend: String,
+    /// Whether the CPU backend computes in f16.
     pub supports_f16: bool,
+    /// Whether the CPU backend computes in bf16.
     pub supports_bf16: bool,
 }
 
 impl CudaInventory {
+    /// The inventory of a build without this backend.
     pub fn not_compiled() -> Self {
         Self { status: CudaStatus::NotCompiled, visible_devices: None, toolkit_path: None, gpus: Vec::new() }
     }

@@ -15,14 +15,17 @@
 //! let x = burn::tensor::Tensor::<device::Backend, 2>::ones([2, 2], &selected.device);
 //! # Ok::<(), device::DeviceError>(())
 //! ```
+#![warn(missing_docs)]
 
 pub mod capabilities;
+/// Errors of probing and selection.
 pub mod error;
 pub mod inventory;
 pub mod memory;
 pub mod monitor;
 pub mod probe;
 pub mod select;
+/// Device specs (`auto`, `cpu`, `cuda:N`, `wgpu:N`).
 pub mod spec;
 
 pub use burn::DispatchDevice;
@@ -43,7 +46,9 @@ pub type TrainBackend = burn::backend::Autodiff<burn::Dispatch>;
 /// A device ready to compute on, with the selection that produced it.
 #[derive(Debug, Clone)]
 pub struct SelectedDevice {
+    /// The device to put tensors on.
     pub device: DispatchDevice,
+    /// What was selected and why.
     pub selection: Selection,
 }
 

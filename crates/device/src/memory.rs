@@ -83,14 +83,18 @@ pub fn empty_cache(device: &DispatchDevice) -> bool {
 /// What a block of work left allocated on the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemoryDelta {
+    /// Statistics before.
     pub before: MemoryStats,
+    /// Statistics after.
     pub after: MemoryStats,
 }
 
 impl MemoryDelta {
+    /// Change of bytes in use (after - before).
     pub fn in_use_change(&self) -> i64 {
         self.after.bytes_in_use as i64 - self.before.bytes_in_use as i64
     }
+    /// Change of bytes reserved (after - before).
     pub fn reserved_change(&self) -> i64 {
         self.after.bytes_reserved as i64 - self.before.bytes_reserved as i64
     }
@@ -107,10 +111,12 @@ pub struct MemoryGuard {
 }
 
 impl MemoryGuard {
+    /// Start measuring `device`'s memory for the work labelled `label`.
     pub fn new(device: &DispatchDevice, label: impl Into<String>) -> Self {
         Self { device: device.clone(), before: memory_stats(device), label: label.into() }
     }
 
+    /// Stop and return the change (`None` on backends without statistics).
     pub fn finish(self) -> Option<MemoryDelta> {
         let before = self.before?;
         let after = memory_stats(&self.device)?;
@@ -129,8 +135,11 @@ impl MemoryGuard {
 /// Host memory: this process's resident set and the machine's total and available memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostMemory {
+    /// Resident set size of this process.
     pub process_rss_bytes: u64,
+    /// Total host memory.
     pub total_bytes: u64,
+    /// Available host memory.
     pub available_bytes: u64,
 }
 

@@ -16,21 +16,32 @@ use crate::error::{DeviceError, Result};
 /// One reading of one GPU. Fields the driver does not report are `None`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GpuSample {
+    /// Milliseconds since the monitor started.
     pub elapsed_ms: u64,
+    /// NVML GPU index.
     pub gpu: u32,
+    /// GPU utilization.
     pub utilization_pct: Option<u32>,
+    /// Memory-controller utilization.
     pub memory_utilization_pct: Option<u32>,
+    /// Memory in use.
     pub memory_used_bytes: Option<u64>,
+    /// Total memory.
     pub memory_total_bytes: Option<u64>,
+    /// Temperature.
     pub temperature_c: Option<u32>,
+    /// Power draw.
     pub power_w: Option<f64>,
 }
 
 /// Mean and max of one metric over the run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Stat {
+    /// Mean over the samples.
     pub mean: f64,
+    /// Maximum.
     pub max: f64,
+    /// Samples.
     pub count: u64,
 }
 
@@ -44,22 +55,33 @@ impl Stat {
     }
 }
 
+/// One GPU's figures over a monitoring period.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GpuSummary {
+    /// NVML GPU index.
     pub gpu: u32,
+    /// GPU name.
     pub name: String,
+    /// Utilization, percent.
     pub utilization_pct: Stat,
+    /// Memory used, MiB.
     pub memory_used_mib: Stat,
+    /// Temperature, degrees C.
     pub temperature_c: Stat,
+    /// Power draw, W.
     pub power_w: Stat,
 }
 
+/// What a monitoring period saw.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MonitorSummary {
+    /// Whether NVML was available.
     pub available: bool,
     /// Why not, when unavailable.
     pub reason: Option<String>,
+    /// Sampling rounds taken.
     pub samples: u64,
+    /// Per-GPU figures.
     pub gpus: Vec<GpuSummary>,
 }
 
@@ -85,6 +107,7 @@ pub struct GpuMonitor {
     unavailable: Option<String>,
 }
 
+/// The header of the monitor's CSV file.
 pub const CSV_HEADER: &str =
     "elapsed_ms,gpu,utilization_pct,memory_utilization_pct,memory_used_bytes,memory_total_bytes,temperature_c,power_w";
 
@@ -93,6 +116,7 @@ fn opt<T: ToString>(v: &Option<T>) -> String {
 }
 
 impl GpuSample {
+    /// This sample as a CSV row.
     pub fn csv_row(&self) -> String {
         format!(
             "{},{},{},{},{},{},{},{}",
@@ -116,6 +140,7 @@ pub struct Aggregator {
 }
 
 impl Aggregator {
+    /// Add a sample of GPU `name`.
     pub fn add(&mut self, name: &str, s: &GpuSample) {
         self.samples += 1;
         let entry = match self.gpus.iter_mut().position(|g| g.gpu == s.gpu) {
@@ -139,6 +164,7 @@ impl Aggregator {
         }
     }
 
+    /// The summary of everything added.
     pub fn finish(self) -> MonitorSummary {
         MonitorSummary { available: true, reason: None, samples: self.samples, gpus: self.gpus }
     }
@@ -173,6 +199,7 @@ impl GpuMonitor {
         Ok(Self { stop_tx: Some(stop_tx), handle: Some(handle), unavailable: None })
     }
 
+    /// Whether NVML answers on this machine.
     pub fn is_available(&self) -> bool {
         self.unavailable.is_none()
     }

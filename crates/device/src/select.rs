@@ -36,15 +36,30 @@ pub struct SelectionPolicy {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "backend", rename_all = "snake_case")]
 pub enum Target {
-    Cuda { ordinal: usize },
-    Wgpu { index: usize, kind: AdapterKind, kind_index: usize },
+    /// A CUDA GPU.
+    Cuda {
+        /// CUDA device ordinal.
+        ordinal: usize,
+    },
+    /// A WGPU adapter.
+    Wgpu {
+        /// Index among all adapters.
+        index: usize,
+        /// Its device type.
+        kind: AdapterKind,
+        /// Index among adapters of this type (what Burn's `WgpuDevice` takes).
+        kind_index: usize,
+    },
+    /// The CPU backend.
     Cpu,
 }
 
 /// The outcome of selection, with the reasons for it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Selection {
+    /// The spec that was resolved (for messages).
     pub spec: String,
+    /// The chosen target.
     pub target: Target,
     /// Human name, e.g. "NVIDIA A100-SXM4-80GB (cuda:0)".
     pub name: String,
@@ -52,6 +67,7 @@ pub struct Selection {
     pub reason: String,
     /// One line per candidate passed over.
     pub skipped: Vec<String>,
+    /// What the target can compute in.
     pub capabilities: Capabilities,
 }
 

@@ -11,10 +11,14 @@ use crate::error::DeviceError;
 /// exactly one device and it is an error if that device does not exist.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DeviceSpec {
+    /// The best available device.
     #[default]
     Auto,
+    /// The CPU backend.
     Cpu,
+    /// A CUDA GPU (`None` = the best one).
     Cuda(Option<usize>),
+    /// A WGPU adapter (`None` = the best one).
     Wgpu(Option<usize>),
 }
 

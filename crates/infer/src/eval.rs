@@ -40,14 +40,38 @@ pub enum Split {
     /// The held-out signers of `data::index::split_by_group(fraction, seed)`: for the data a model
     /// was trained on, with its `data.valid_fraction` and `data.split_seed`, the trainer's
     /// validation set (unless every file of a signer failed to load in training).
-    Valid { fraction: f64, seed: u64 },
+    Valid {
+        /// `data.valid_fraction`.
+        fraction: f64,
+        /// `data.split_seed`.
+        seed: u64,
+    },
     /// The other signers of the same split.
-    Train { fraction: f64, seed: u64 },
+    Train {
+        /// `data.valid_fraction`.
+        fraction: f64,
+        /// `data.split_seed`.
+        seed: u64,
+    },
     /// Fold `fold` of `data::index::fold_by_group(folds, fold, seed)`: the validation signers of
     /// a cross-validation run (`trainer cv`).
-    FoldValid { folds: usize, fold: usize, seed: u64 },
+    FoldValid {
+        /// K.
+        folds: usize,
+        /// The held-out fold.
+        fold: usize,
+        /// `data.split_seed`.
+        seed: u64,
+    },
     /// The training signers of that fold.
-    FoldTrain { folds: usize, fold: usize, seed: u64 },
+    FoldTrain {
+        /// K.
+        folds: usize,
+        /// The held-out fold.
+        fold: usize,
+        /// `data.split_seed`.
+        seed: u64,
+    },
 }
 
 impl std::fmt::Display for Split {
@@ -103,6 +127,7 @@ impl Split {
 /// How to run an evaluation.
 #[derive(Debug, Clone)]
 pub struct EvalOptions {
+    /// Which sequences.
     pub split: Split,
     /// Sequences per forward pass.
     pub batch: usize,
@@ -123,20 +148,26 @@ impl Default for EvalOptions {
 /// One evaluated sequence: where it came from, its true class (model index) and the model's logits.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scored {
+    /// The sequence file.
     pub path: PathBuf,
+    /// Its group (signer).
     pub group: String,
+    /// True class (model label index).
     pub label: usize,
+    /// The model's logits.
     pub logits: Vec<f32>,
 }
 
 /// Figures of one class (model label order).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ClassStats {
+    /// Class name.
     pub label: String,
     /// Sequences of this class.
     pub support: usize,
     /// Sequences predicted as this class.
     pub predicted: usize,
+    /// Sequences of the class predicted correctly.
     pub correct: usize,
     /// correct / predicted (0 when never predicted).
     pub precision: f64,
@@ -149,38 +180,52 @@ pub struct ClassStats {
 /// Top-1 of one group (signer).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GroupStats {
+    /// Group (signer).
     pub group: String,
+    /// Sequences evaluated.
     pub n: usize,
+    /// Predicted correctly.
     pub correct: usize,
+    /// Top-1 accuracy.
     pub top1: f64,
 }
 
 /// A (true, predicted) pair off the diagonal and how often it happened.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Confusion {
+    /// True class.
     pub label: String,
+    /// Predicted class.
     pub predicted: String,
+    /// How often.
     pub count: usize,
 }
 
 /// The outcome for one sequence.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ItemResult {
+    /// The sequence file.
     pub path: PathBuf,
+    /// Its group (signer).
     pub group: String,
+    /// True class.
     pub label: String,
+    /// Predicted class.
     pub predicted: String,
     /// Probability of the predicted class.
     pub confidence: f64,
     /// Probability the model gave the true class.
     pub label_probability: f64,
+    /// Whether the prediction is right.
     pub correct: bool,
 }
 
 /// A file that was left out, with the reason (which names the file).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SkippedFile {
+    /// The file.
     pub path: PathBuf,
+    /// Why it was left out.
     pub reason: String,
 }
 
@@ -191,17 +236,27 @@ pub const ECE_BINS: usize = 15;
 /// (those go to `predictions.csv`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EvalReport {
+    /// The model's bundle directory.
     pub model_dir: PathBuf,
+    /// The dataset root.
     pub data: PathBuf,
+    /// Which sequences.
     pub split: Split,
+    /// The device.
     pub device: String,
+    /// Compute precision.
     pub precision: String,
     /// Model labels; confusion rows and columns are in this order.
     pub labels: Vec<String>,
+    /// Sequences evaluated.
     pub n: usize,
+    /// Groups (signers) among them.
     pub groups: usize,
+    /// Top-1 accuracy.
     pub top1: f64,
+    /// The k of top-k.
     pub top_k: usize,
+    /// Top-k accuracy.
     pub top_k_accuracy: f64,
     /// Mean recall over the classes that have sequences here.
     pub balanced_accuracy: f64,
@@ -213,18 +268,24 @@ pub struct EvalReport {
     pub ece: f64,
     /// Mean confidence of the predicted class.
     pub mean_confidence: f64,
+    /// Per-class figures, in model label order.
     pub per_class: Vec<ClassStats>,
+    /// Per-group figures.
     pub per_group: Vec<GroupStats>,
     /// Most frequent off-diagonal pairs, most frequent first (at most 20).
     pub top_confusions: Vec<Confusion>,
     /// `confusion[true][predicted]` counts.
     pub confusion: Vec<Vec<usize>>,
+    /// Files left out, with the reason.
     pub skipped: Vec<SkippedFile>,
+    /// Wall time of the evaluation.
     pub seconds: f64,
+    /// Throughput.
     pub sequences_per_s: f64,
     /// Share of `seconds` the model waited for files to be read and prepared (the first batch
     /// always waits; near 0 after it means the reading keeps up).
     pub data_wait_share: f64,
+    /// Per-sequence results, in dataset order.
     #[serde(skip)]
     pub predictions: Vec<ItemResult>,
 }

@@ -19,6 +19,7 @@
 //!
 //! `Predictor` is `Send + Sync`: share one behind an `Arc` across threads; calls run
 //! concurrently (the model is immutable; each call builds its own tensors).
+#![warn(missing_docs)]
 
 pub mod eval;
 pub mod stream;
@@ -36,18 +37,35 @@ use serde::Serialize;
 
 pub use stream::{SignEvent, StreamConfig, StreamingRecognizer};
 
+/// The inference backend (the run-time dispatch backend, no autodiff).
 pub type Backend = device::Backend;
 
+/// Every way inference can fail; each names the file or input it is about.
 #[derive(Debug, thiserror::Error)]
 pub enum InferError {
+    /// The model directory or its card.
     #[error("{path}: {message}")]
-    Model { path: PathBuf, message: String },
+    Model {
+        /// The file or directory.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A bundle file (missing, corrupt, another architecture).
     #[error(transparent)]
     Bundle(#[from] bundle::BundleError),
+    /// Device selection.
     #[error(transparent)]
     Device(#[from] device::DeviceError),
+    /// One input of a call (shape, feature count, non-finite values).
     #[error("input {index}: {message}")]
-    Input { index: usize, message: String },
+    Input {
+        /// Position of the input in the call.
+        index: usize,
+        /// What is wrong and what was expected.
+        message: String,
+    },
+    /// A request the device or model cannot serve (e.g. bf16 where unsupported).
     #[error("{0}")]
     Unsupported(String),
     /// A dataset file or directory (the message names it).
@@ -55,18 +73,26 @@ pub enum InferError {
     Data(data::DataError),
     /// A sequence file that could be read but not prepared for the model.
     #[error("{path}: {message}")]
-    File { path: PathBuf, message: String },
+    File {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
     /// An evaluation that cannot run as asked (empty split, signs the model does not know, too many bad files).
     #[error("{0}")]
     Eval(String),
 }
 
+/// `Result` with [`InferError`].
 pub type Result<T, E = InferError> = std::result::Result<T, E>;
 
 /// How to load a predictor.
 #[derive(Debug, Clone)]
 pub struct PredictorOptions {
+    /// Which device (`auto` by default).
     pub device: DeviceSpec,
+    /// How `auto` chooses.
     pub policy: SelectionPolicy,
     /// Compute precision: `Auto` (the default) takes the device's choice, as training does
     /// (f32 on the CPU); an explicit f16/bf16 must be usable on the device.
@@ -92,18 +118,23 @@ impl Default for PredictorOptions {
 /// One ranked class.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Ranked {
+    /// Class name.
     pub label: String,
+    /// Class index (model output).
     pub index: usize,
+    /// Softmax probability.
     pub probability: f32,
 }
 
 /// The top-k classes of one input, most probable first.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Prediction {
+    /// Classes, most probable first.
     pub top: Vec<Ranked>,
 }
 
 impl Prediction {
+    /// The most probable class.
     pub fn best(&self) -> &Ranked {
         &self.top[0]
     }
@@ -167,14 +198,17 @@ impl Predictor {
         Ok(p)
     }
 
+    /// The model card.
     pub fn card(&self) -> &ModelCard {
         &self.card
     }
 
+    /// Class names, index = model output.
     pub fn labels(&self) -> &[String] {
         &self.card.labels
     }
 
+    /// The preprocessing of the model.
     pub fn preprocessor(&self) -> &Preprocessor {
         &self.preprocessor
     }
@@ -184,14 +218,17 @@ impl Predictor {
         self.card.preprocess.window
     }
 
+    /// The device's name.
     pub fn device_name(&self) -> &str {
         &self.device_name
     }
 
+    /// The compute precision in use.
     pub fn precision(&self) -> Precision {
         self.precision
     }
 
+    /// The bundle directory loaded.
     pub fn model_dir(&self) -> &Path {
         &self.dir
     }
@@ -411,12 +448,19 @@ pub(crate) fn prepare_ahead(
 /// Latency figures of repeated calls.
 #[derive(Debug, Clone, Serialize)]
 pub struct LatencyStats {
+    /// Batch size.
     pub batch: usize,
+    /// Precision.
     pub precision: String,
+    /// Timed runs.
     pub runs: usize,
+    /// Median latency.
     pub p50_ms: f64,
+    /// 95th-percentile latency.
     pub p95_ms: f64,
+    /// 99th-percentile latency.
     pub p99_ms: f64,
+    /// Throughput at the median.
     pub samples_per_s: f64,
 }
 

@@ -23,6 +23,7 @@ use serde::Serialize;
 
 use crate::{InferError, Predictor, Result};
 
+/// How the streaming recognizer evaluates and reports.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StreamConfig {
     /// Frames per evaluation; `0` = the median training-sequence length stored with the model
@@ -60,13 +61,15 @@ impl Default for StreamConfig {
 /// A recognized sign.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SignEvent {
+    /// Class name.
     pub label: String,
+    /// Class index.
     pub index: usize,
     /// Highest smoothed probability during the sign.
     pub confidence: f32,
-    /// First frame of the window where the sign first won, and last frame of the window where
-    /// it last won (frame numbers as pushed).
+    /// First frame of the window where the sign first won (frame numbers as pushed).
     pub start_frame: i64,
+    /// Last frame of the window where it last won.
     pub end_frame: i64,
 }
 
@@ -101,6 +104,7 @@ pub struct StreamingRecognizer {
 }
 
 impl StreamingRecognizer {
+    /// A recognizer over `predictor` (checks `cfg` against the model).
     pub fn new(predictor: Arc<Predictor>, cfg: StreamConfig) -> Result<Self> {
         if cfg.hop == 0 || cfg.smoothing == 0 || cfg.min_hops == 0 || !(0.0..=1.0).contains(&cfg.threshold) {
             return Err(InferError::Unsupported(format!(

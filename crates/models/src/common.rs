@@ -47,6 +47,7 @@ pub fn masked_mean<B: Backend>(x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) ->
 /// probability `prob` and scale the kept ones by `1 / (1 - prob)`. Identity at inference.
 #[derive(Module, Debug, Clone)]
 pub struct DropPath {
+    /// Probability of dropping a sample's branch.
     pub prob: f64,
 }
 
@@ -69,10 +70,12 @@ impl DropPath {
 /// (no transpose: strided views are slow in Burn's CPU backends).
 #[derive(Module, Debug)]
 pub struct ChannelNorm<B: Backend> {
+    /// Burn's BatchNorm, whose parameters and running statistics this layer uses.
     pub bn: BatchNorm<B>,
 }
 
 impl<B: Kernels> ChannelNorm<B> {
+    /// A norm over `channels` with running-statistics momentum `momentum`.
     pub fn new(channels: usize, momentum: f64, device: &B::Device) -> Self {
         Self { bn: BatchNormConfig::new(channels).with_momentum(momentum).init(device) }
     }
@@ -118,11 +121,14 @@ impl<B: Kernels> ChannelNorm<B> {
 /// in a depthwise `Conv1d` (`[channels, 1, kernel]`) so saved models load unchanged.
 #[derive(Module, Debug)]
 pub struct CausalDepthwiseConv<B: Backend> {
+    /// Burn's depthwise `Conv1d`, kept for its weights and record format.
     pub conv: Conv1d<B>,
+    /// Kernel length (frames).
     pub kernel: usize,
 }
 
 impl<B: Kernels> CausalDepthwiseConv<B> {
+    /// A causal depthwise conv over `channels` with a `kernel`-frame window.
     pub fn new(channels: usize, kernel: usize, device: &B::Device) -> Self {
         let conv = Conv1dConfig::new(channels, channels, kernel)
             .with_groups(channels)
@@ -149,10 +155,12 @@ impl<B: Kernels> CausalDepthwiseConv<B> {
 /// channel axis of the (masked) time average.
 #[derive(Module, Debug)]
 pub struct Eca<B: Backend> {
+    /// The 1-D conv over the channel axis.
     pub conv: Conv1d<B>,
 }
 
 impl<B: Kernels> Eca<B> {
+    /// An ECA gate with a `kernel`-wide channel conv.
     pub fn new(kernel: usize, device: &B::Device) -> Self {
         let conv = Conv1dConfig::new(1, 1, kernel)
             .with_bias(false)
@@ -175,13 +183,18 @@ impl<B: Kernels> Eca<B> {
 /// (no bias), as in the reference ISLR model. Padded keys get no attention.
 #[derive(Module, Debug)]
 pub struct SelfAttention<B: Backend> {
+    /// Fused query/key/value projection `[dim, 3 dim]`.
     pub qkv: Linear<B>,
+    /// Output projection.
     pub proj: Linear<B>,
+    /// Dropout on the attention weights.
     pub dropout: Dropout,
+    /// Attention heads.
     pub heads: usize,
 }
 
 impl<B: Kernels> SelfAttention<B> {
+    /// Multi-head self-attention of width `dim`.
     pub fn new(dim: usize, heads: usize, dropout: f64, device: &B::Device) -> Self {
         Self {
             qkv: LinearConfig::new(dim, 3 * dim).with_bias(false).init(device),

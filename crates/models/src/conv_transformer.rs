@@ -15,19 +15,27 @@ use crate::common::{linear_rows, masked_mean, CausalDepthwiseConv, ChannelNorm, 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ConvTransformerConfig {
+    /// Model width.
     pub dim: usize,
     /// Number of stages; each is `conv_blocks_per_stage` conv blocks then one transformer block.
     pub stages: usize,
+    /// Conv blocks per stage.
     pub conv_blocks_per_stage: usize,
+    /// Depthwise-conv kernel (frames).
     pub kernel: usize,
+    /// Conv-block expansion factor.
     pub expand: usize,
+    /// Attention heads.
     pub heads: usize,
+    /// ECA channel-conv kernel.
     pub eca_kernel: usize,
     /// Drop-path probability of every residual branch.
     pub drop_path: f64,
+    /// Dropout on attention weights.
     pub attention_dropout: f64,
     /// Dropout before the classifier, active only once `late_dropout_enabled` (from a set epoch).
     pub late_dropout: f64,
+    /// BatchNorm running-statistics momentum.
     pub bn_momentum: f64,
 }
 
@@ -49,17 +57,25 @@ impl Default for ConvTransformerConfig {
     }
 }
 
+/// Expand, causal depthwise conv, norm, ECA gate, project; residual with drop-path.
 #[derive(Module, Debug)]
 pub struct ConvBlock<B: Backend> {
+    /// `dim -> expand x dim` with SiLU.
     pub expand: Linear<B>,
+    /// Causal depthwise conv over time.
     pub dwconv: CausalDepthwiseConv<B>,
+    /// BatchNorm over channels.
     pub norm: ChannelNorm<B>,
+    /// Efficient channel attention gate.
     pub eca: Eca<B>,
+    /// `expand x dim -> dim`.
     pub project: Linear<B>,
+    /// Drop-path on the residual branch.
     pub drop_path: DropPath,
 }
 
 impl<B: Kernels> ConvBlock<B> {
+    /// A block of the sizes in `c`.
     pub fn new(c: &ConvTransformerConfig, device: &B::Device) -> Self {
         let wide = c.dim * c.expand;
         Self {
@@ -84,17 +100,25 @@ impl<B: Kernels> ConvBlock<B> {
     }
 }
 
+/// Pre-norm self-attention and feed-forward, each residual with drop-path.
 #[derive(Module, Debug)]
 pub struct TransformerBlock<B: Backend> {
+    /// Norm before attention.
     pub norm1: ChannelNorm<B>,
+    /// Masked multi-head self-attention.
     pub attention: SelfAttention<B>,
+    /// Norm before the feed-forward.
     pub norm2: ChannelNorm<B>,
+    /// Feed-forward `dim -> 2 dim` (SiLU).
     pub ffn_in: Linear<B>,
+    /// Feed-forward `2 dim -> dim`.
     pub ffn_out: Linear<B>,
+    /// Drop-path on both residual branches.
     pub drop_path: DropPath,
 }
 
 impl<B: Kernels> TransformerBlock<B> {
+    /// A block of the sizes in `c`.
     pub fn new(c: &ConvTransformerConfig, device: &B::Device) -> Self {
         Self {
             norm1: ChannelNorm::new(c.dim, c.bn_momentum, device),
@@ -119,20 +143,31 @@ impl<B: Kernels> TransformerBlock<B> {
     }
 }
 
+/// The 1st-place ISLR conv-transformer.
 #[derive(Module, Debug)]
 pub struct ConvTransformer<B: Backend> {
+    /// Input features -> `dim`.
     pub stem: Linear<B>,
+    /// Norm after the stem.
     pub stem_norm: ChannelNorm<B>,
+    /// Every stage's conv blocks, in order.
     pub conv_blocks: Vec<ConvBlock<B>>,
+    /// One transformer block per stage.
     pub transformer_blocks: Vec<TransformerBlock<B>>,
+    /// Conv blocks per stage (to interleave the two lists).
     pub conv_blocks_per_stage: usize,
+    /// `dim -> 2 dim` before pooling.
     pub top: Linear<B>,
+    /// Dropout before the classifier, once enabled.
     pub late_dropout: Dropout,
+    /// Whether late dropout is on (from `training.late_dropout_epoch`).
     pub late_dropout_enabled: bool,
+    /// Pooled features -> class logits.
     pub classifier: Linear<B>,
 }
 
 impl ConvTransformerConfig {
+    /// The model for `input_features` per frame and `classes` classes.
     pub fn init<B: Kernels>(&self, input_features: usize, classes: usize, device: &B::Device) -> ConvTransformer<B> {
         ConvTransformer {
             stem: LinearConfig::new(input_features, self.dim).with_bias(false).init(device),

@@ -12,10 +12,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::masked_mean;
 
+/// The bidirectional GRU baseline's sizes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct GruModelConfig {
+    /// Hidden size of each direction.
     pub hidden: usize,
+    /// Dropout before the classifier.
     pub dropout: f64,
 }
 
@@ -25,16 +28,23 @@ impl Default for GruModelConfig {
     }
 }
 
+/// Linear embedding, a GRU each way (the backward one over each sequence reversed within its length), masked mean, classifier.
 #[derive(Module, Debug)]
 pub struct SignGru<B: Backend> {
+    /// Input features -> hidden.
     pub embed: Linear<B>,
+    /// GRU over time.
     pub forward_gru: Gru<B>,
+    /// GRU over time reversed.
     pub backward_gru: Gru<B>,
+    /// Dropout before the classifier.
     pub dropout: Dropout,
+    /// `2 hidden -> classes`.
     pub classifier: Linear<B>,
 }
 
 impl GruModelConfig {
+    /// The model for `input_features` per frame and `classes` classes.
     pub fn init<B: Kernels>(&self, input_features: usize, classes: usize, device: &B::Device) -> SignGru<B> {
         SignGru {
             embed: LinearConfig::new(input_features, self.hidden).init(device),

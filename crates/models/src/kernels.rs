@@ -536,31 +536,37 @@ pub mod reference {
         (gx, Tensor::cat(rows, 0))
     }
 
+    /// SiLU's gradient.
     pub fn silu_backward<B: Backend, const D: usize>(x: Tensor<B, D>, grad: Tensor<B, D>) -> Tensor<B, D> {
         let s = burn::tensor::activation::sigmoid(x.clone());
         let one_minus = s.clone().neg().add_scalar(1.0);
         grad * s * (x * one_minus).add_scalar(1.0)
     }
 
+    /// `x [B, T, C]` times `gate [B, C]` broadcast over time.
     pub fn scale_channels<B: Backend>(x: Tensor<B, 3>, gate: Tensor<B, 2>) -> Tensor<B, 3> {
         x * gate.unsqueeze_dim(1)
     }
 
+    /// Softmax over keys of `scores [B, H, Q, K] + bias [B, K]`.
     pub fn key_biased_softmax<B: Backend>(scores: Tensor<B, 4>, bias: Tensor<B, 2>) -> Tensor<B, 4> {
         let [b, _, _, k] = scores.dims();
         burn::tensor::activation::softmax(scores + bias.reshape([b, 1, 1, k]), 3)
     }
 
+    /// `[B, T, H x D] -> [B, H, T, D]`.
     pub fn split_heads<B: Backend>(x: Tensor<B, 3>, heads: usize) -> Tensor<B, 4> {
         let [b, t, d] = x.dims();
         x.reshape([b, t, heads, d / heads]).swap_dims(1, 2)
     }
 
+    /// `[B, H, T, D] -> [B, T, H x D]`.
     pub fn merge_heads<B: Backend>(x: Tensor<B, 4>) -> Tensor<B, 3> {
         let [b, h, t, hd] = x.dims();
         x.swap_dims(1, 2).reshape([b, t, h * hd])
     }
 
+    /// Per-channel mean and biased variance of `x [N, C]`, stacked as `[2, C]`.
     pub fn channel_stats<B: Backend>(x: Tensor<B, 2>) -> Tensor<B, 2> {
         let mean = x.clone().mean_dim(0);
         let var = (x - mean.clone()).square().mean_dim(0);
@@ -571,6 +577,7 @@ pub mod reference {
         (stats.clone().narrow(0, 0, 1), stats.narrow(0, 1, 1))
     }
 
+    /// Normalize `x [N, C]` with `stats` from [`channel_stats`], then scale and shift.
     pub fn channel_norm<B: Backend>(
         x: Tensor<B, 2>,
         stats: Tensor<B, 2>,
@@ -582,6 +589,7 @@ pub mod reference {
         (x - mean) * scale + beta.unsqueeze_dim(0)
     }
 
+    /// Gradients of [`channel_norm`] with respect to `x`, `gamma` and `beta`.
     pub fn channel_norm_backward<B: Backend>(
         x: Tensor<B, 2>,
         stats: Tensor<B, 2>,

@@ -21,6 +21,7 @@
 //! let logits = model.try_forward(x, pad)?; // [2, 250]
 //! # Ok::<(), models::ModelError>(())
 //! ```
+#![warn(missing_docs)]
 
 pub mod common;
 pub mod conv_transformer;
@@ -40,26 +41,60 @@ pub use conv_transformer::{ConvTransformer, ConvTransformerConfig};
 pub use gru::{GruModelConfig, SignGru};
 pub use transformer::{SignTransformer, TransformerConfig};
 
+/// A bad model input or config.
 #[derive(Debug, Error, PartialEq)]
 pub enum ModelError {
+    /// The input's feature count is not the model's.
     #[error("model input has {found} features per frame, the model expects {expected}")]
-    Features { expected: usize, found: usize },
+    Features {
+        /// The model's.
+        expected: usize,
+        /// The input's.
+        found: usize,
+    },
+    /// The pad mask does not match the input.
     #[error("pad mask has shape {found:?}, expected [batch, time] = {expected:?} to match the input")]
-    MaskShape { expected: [usize; 2], found: [usize; 2] },
+    MaskShape {
+        /// `[batch, time]` of the input.
+        expected: [usize; 2],
+        /// The mask's shape.
+        found: [usize; 2],
+    },
+    /// More frames than the model supports.
     #[error("input has {found} frames, more than this model supports ({max})")]
-    TooLong { max: usize, found: usize },
+    TooLong {
+        /// The model's limit.
+        max: usize,
+        /// The input's frames.
+        found: usize,
+    },
+    /// No sequences or no frames.
     #[error("input is empty (batch {batch}, frames {frames})")]
-    Empty { batch: usize, frames: usize },
+    Empty {
+        /// Sequences.
+        batch: usize,
+        /// Frames.
+        frames: usize,
+    },
+    /// A config value out of range.
     #[error("model config `{key}`: {message}")]
-    Config { key: String, message: String },
+    Config {
+        /// The dotted key.
+        key: String,
+        /// What was expected.
+        message: String,
+    },
 }
 
 /// The `[model]` section of experiment configs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ModelConfig {
+    /// The 1st-place ISLR conv-transformer.
     ConvTransformer(ConvTransformerConfig),
+    /// The transformer-encoder baseline.
     Transformer(TransformerConfig),
+    /// The bidirectional-GRU baseline.
     Gru(GruModelConfig),
 }
 
@@ -70,6 +105,7 @@ impl Default for ModelConfig {
 }
 
 impl ModelConfig {
+    /// The `kind` name (`conv_transformer`, `transformer`, `gru`).
     pub fn kind(&self) -> &'static str {
         match self {
             Self::ConvTransformer(_) => "conv_transformer",
@@ -124,6 +160,7 @@ impl ModelConfig {
         }
     }
 
+    /// The model for `input_features` per frame and `classes` classes.
     pub fn init<B: Kernels>(&self, input_features: usize, classes: usize, device: &B::Device) -> SignModel<B> {
         match self {
             Self::ConvTransformer(c) => SignModel::ConvTransformer(c.init(input_features, classes, device)),
@@ -138,8 +175,11 @@ impl ModelConfig {
 #[allow(clippy::large_enum_variant)]
 #[derive(Module, Debug)]
 pub enum SignModel<B: Backend> {
+    /// A conv-transformer.
     ConvTransformer(ConvTransformer<B>),
+    /// A transformer baseline.
     Transformer(SignTransformer<B>),
+    /// A GRU baseline.
     Gru(SignGru<B>),
 }
 
@@ -163,6 +203,7 @@ impl<B: Kernels> SignModel<B> {
         Ok(self.forward(x, pad_mask))
     }
 
+    /// Check an input of shape `x` with a mask of shape `mask` (no device work).
     pub fn check_input(&self, x: [usize; 3], mask: [usize; 2]) -> Result<(), ModelError> {
         let [b, t, f] = x;
         if b == 0 || t == 0 {
@@ -192,6 +233,7 @@ impl<B: Kernels> SignModel<B> {
         }
     }
 
+    /// Classes (logits per sequence).
     pub fn classes(&self) -> usize {
         match self {
             Self::ConvTransformer(m) => m.classifier.weight.dims()[1],

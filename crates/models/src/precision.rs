@@ -17,12 +17,14 @@ pub const KEEP_F32: [&str; 2] = ["BatchNorm", "Gru"];
 /// Casts every float parameter to `dtype`, except those of [`KEEP_F32`] layers.
 #[derive(Debug)]
 pub struct ComputeCast {
+    /// The compute dtype.
     pub dtype: FloatDType,
     /// Depth of nesting inside a keep-f32 layer.
     keep: usize,
 }
 
 impl ComputeCast {
+    /// A mapper casting to `dtype`.
     pub fn new(dtype: FloatDType) -> Self {
         Self { dtype, keep: 0 }
     }
@@ -124,6 +126,7 @@ impl<B: Kernels> ComputeModel<B> {
 /// Burn's `num_params` includes (it gives the Keras-style count).
 #[derive(Debug, Default)]
 pub struct TrainableCount {
+    /// Trainable parameters counted.
     pub count: usize,
     field: String,
 }

@@ -22,14 +22,21 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::{linear_rows, mask_to, masked_mean};
 
+/// The transformer baseline's sizes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TransformerConfig {
+    /// Model width.
     pub dim: usize,
+    /// Encoder layers.
     pub layers: usize,
+    /// Attention heads.
     pub heads: usize,
+    /// Feed-forward width.
     pub ff_dim: usize,
+    /// Dropout in every layer.
     pub dropout: f64,
+    /// Longest input the positional encoding covers.
     pub max_frames: usize,
 }
 
@@ -39,16 +46,23 @@ impl Default for TransformerConfig {
     }
 }
 
+/// Linear embedding, sinusoidal positions, a transformer encoder, masked mean, classifier.
 #[derive(Module, Debug)]
 pub struct SignTransformer<B: Backend> {
+    /// Input features -> `dim`.
     pub embed: Linear<B>,
+    /// Sinusoidal positions.
     pub positions: PositionalEncoding<B>,
+    /// Burn's encoder (its weights; the forward is this crate's).
     pub encoder: TransformerEncoder<B>,
+    /// Dropout before the classifier.
     pub dropout: Dropout,
+    /// `dim -> classes`.
     pub classifier: Linear<B>,
 }
 
 impl TransformerConfig {
+    /// The model for `input_features` per frame and `classes` classes.
     pub fn init<B: Kernels>(&self, input_features: usize, classes: usize, device: &B::Device) -> SignTransformer<B> {
         SignTransformer {
             embed: LinearConfig::new(input_features, self.dim).init(device),

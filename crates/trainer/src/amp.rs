@@ -13,23 +13,31 @@ use crate::config::AmpConfig;
 /// Dynamic loss scaling (f16 only; a disabled scaler always has scale 1).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LossScaler {
+    /// Whether scaling is on (f16 compute).
     pub enabled: bool,
+    /// The current loss scale (1 when disabled).
     pub scale: f64,
     /// Finite steps since the last change.
     pub good_steps: usize,
+    /// Times the scale was cut after an overflow.
     pub backoffs: usize,
+    /// Times the scale grew after a run of finite steps.
     pub growths: usize,
 }
 
 /// What a scaler update did.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum ScaleChange {
+    /// The scale stayed.
     None,
+    /// The scale grew to this value.
     Grew(f64),
+    /// Gradients overflowed; the scale was cut to this value.
     BackedOff(f64),
 }
 
 impl LossScaler {
+    /// A scaler starting at `amp.init_scale` when `enabled`, else a scale of 1 that never changes.
     pub fn new(enabled: bool, cfg: &AmpConfig) -> Self {
         Self { enabled, scale: if enabled { cfg.init_scale } else { 1.0 }, good_steps: 0, backoffs: 0, growths: 0 }
     }

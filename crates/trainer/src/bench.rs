@@ -25,11 +25,16 @@ use crate::resolve::ResolvedCompute;
 use crate::step::{train_step, StepFaults, StepSettings};
 use crate::{InnerBackend, Result, TrainBackend};
 
+/// The shape and repetitions of `trainer bench`.
 #[derive(Debug, Clone)]
 pub struct BenchOptions {
+    /// Sequences per training step and per batch inference.
     pub batch: usize,
+    /// Frames per sequence.
     pub frames: usize,
+    /// Features per frame.
     pub features: usize,
+    /// Classes of the classifier.
     pub classes: usize,
     /// Timed training steps (after two warm-up steps).
     pub steps: usize,
@@ -46,27 +51,46 @@ impl Default for BenchOptions {
 /// Field names match `reference_model.py`'s JSON.
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchReport {
+    /// Which framework and backend measured this.
     pub framework: String,
+    /// The device's name.
     pub device: String,
+    /// Compute precision.
     pub precision: String,
+    /// `model.kind`.
     pub model: String,
+    /// Trainable parameters.
     pub trainable_params: usize,
+    /// Batch size.
     pub batch: usize,
+    /// Frames per sequence.
     pub frames: usize,
+    /// Features per frame.
     pub features: usize,
+    /// Classes.
     pub classes: usize,
+    /// Median training step (forward + backward + optimizer), ms.
     pub train_step_ms: f64,
+    /// Median forward phase (with the loss), ms.
     pub forward_ms: f64,
+    /// Median backward phase, ms.
     pub backward_ms: f64,
+    /// Median optimizer phase (finite check, gradient norm, clipping, update), ms.
     pub optimizer_ms: f64,
+    /// Training throughput at the median step.
     pub train_samples_per_s: f64,
+    /// Batch-1 inference latency, median, ms.
     pub infer_b1_p50_ms: f64,
+    /// Batch-1 inference latency, 90th percentile, ms.
     pub infer_b1_p90_ms: f64,
+    /// Median whole-batch inference, ms.
     pub infer_batch_ms: f64,
+    /// Whole-batch inference throughput.
     pub infer_batch_samples_per_s: f64,
 }
 
 impl BenchReport {
+    /// The report as printed by `trainer bench`.
     pub fn render(&self) -> String {
         format!(
             "{} on {} ({}), {} with {} trainable parameters\n\

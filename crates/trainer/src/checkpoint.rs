@@ -15,6 +15,7 @@ use crate::config::{CheckpointConfig, ExperimentConfig};
 use crate::optim::Optim;
 use crate::{Result, TrainBackend, TrainError};
 
+/// Version of `state.json`.
 pub const STATE_FORMAT: u32 = 1;
 
 /// One epoch's figures (also the `kind=epoch` rows of `metrics.csv`).
@@ -22,31 +23,49 @@ pub const STATE_FORMAT: u32 = 1;
 pub struct EpochRecord {
     /// 1-based.
     pub epoch: usize,
+    /// Optimizer steps done at the end of the epoch.
     pub step: usize,
+    /// Mean training loss of the epoch's applied steps.
     pub train_loss: f64,
+    /// Training top-1 of the epoch (on augmented batches).
     pub train_top1: f64,
+    /// Validation loss, when there is a validation split.
     pub valid_loss: Option<f64>,
+    /// Validation top-1.
     pub valid_top1: Option<f64>,
+    /// Validation top-5.
     pub valid_top5: Option<f64>,
+    /// The LR of the epoch's last step.
     pub lr: f64,
+    /// Training throughput of the epoch.
     pub samples_per_s: f64,
+    /// Training time at the end of the epoch, over resumes.
     pub elapsed_s: f64,
 }
 
+/// The best epoch so far by `training.early_stopping.metric`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BestRecord {
+    /// Epoch (1-based).
     pub epoch: usize,
+    /// Optimizer steps done at its end.
     pub step: usize,
+    /// The metric's name (`valid_top1`, `valid_loss`, or `train_loss` without validation).
     pub metric: String,
+    /// The metric's value.
     pub value: f64,
 }
 
 /// What identifies the model's shapes; a resume with a different one is refused.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelSignature {
+    /// `model.kind`.
     pub kind: String,
+    /// Features per frame.
     pub input_features: usize,
+    /// Classes.
     pub classes: usize,
+    /// Trainable parameters.
     pub trainable_params: usize,
     /// The `[model]` section as TOML.
     pub config: String,
@@ -68,6 +87,7 @@ impl ModelSignature {
 /// The loop's position and history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrainState {
+    /// [`STATE_FORMAT`] of the writer.
     pub format: u32,
     /// Optimizer steps done.
     pub step: usize,
@@ -75,25 +95,32 @@ pub struct TrainState {
     pub epoch: usize,
     /// Micro-batches of `epoch` already consumed.
     pub batch_in_epoch: usize,
+    /// Training samples processed.
     pub samples: u64,
+    /// The best epoch so far.
     pub best: Option<BestRecord>,
     /// Epochs since the best one (early stopping).
     pub epochs_since_best: usize,
+    /// Every finished epoch's figures.
     pub history: Vec<EpochRecord>,
     /// Training time before this process (for throughput over resumes).
     pub elapsed_s: f64,
+    /// Steps skipped for non-finite loss or gradients.
     pub skipped_steps: usize,
     /// Multiplier on the scheduled LR (cut at each NaN rollback).
     pub lr_scale: f64,
+    /// Rollbacks to a snapshot.
     pub rollbacks: usize,
     /// Non-finite steps in a row (NaN policy).
     pub consecutive_bad: usize,
     /// f16 dynamic loss scaling.
     pub scaler: LossScaler,
+    /// The model this state belongs to.
     pub signature: ModelSignature,
 }
 
 impl TrainState {
+    /// The state of a run that has not started.
     pub fn new(signature: ModelSignature) -> Self {
         Self {
             format: STATE_FORMAT,

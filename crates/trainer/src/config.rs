@@ -28,18 +28,31 @@ pub const DEFAULT_TOML: &str = include_str!("../../../configs/default.toml");
 pub struct ExperimentConfig {
     /// Run name; run directories are `<training.out_dir>/<name>-<UTC time>`.
     pub name: String,
+    /// `[data]`.
     pub data: DataConfig,
+    /// `[synthetic]`: the built-in dataset when `data.path` is empty.
     pub synthetic: SynthConfig,
+    /// `[preprocess]`.
     pub preprocess: PreprocessConfig,
+    /// `[augment]`.
     pub augment: AugmentConfig,
+    /// `[model]`, tagged by `kind`.
     pub model: ModelConfig,
+    /// `[optimizer]`.
     pub optimizer: OptimizerConfig,
+    /// `[schedule]`.
     pub schedule: ScheduleConfig,
+    /// `[training]`.
     pub training: TrainingConfig,
+    /// `[checkpoint]`.
     pub checkpoint: CheckpointConfig,
+    /// `[device]`.
     pub device: DeviceConfig,
+    /// `[amp]`.
     pub amp: AmpConfig,
+    /// `[recovery]`.
     pub recovery: RecoveryConfig,
+    /// `[fault]`.
     pub fault: FaultConfig,
 }
 
@@ -76,13 +89,16 @@ pub struct DataConfig {
     pub cache_dir: String,
     /// Share of groups (signers) held out for validation; 0 = no validation.
     pub valid_fraction: f64,
+    /// Seed of the signer ranking that decides the split.
     pub split_seed: u64,
     /// K-fold cross-validation by group: 0 = off (use `valid_fraction`); K >= 2 deals the groups
     /// into K folds and holds out fold `fold` (see `trainer cv`).
     pub folds: usize,
     /// The held-out fold (0-based) when `folds` >= 2.
     pub fold: usize,
+    /// What to do with a file that cannot be read.
     pub on_error: OnError,
+    /// With `on_error = "skip"`, fail anyway above this share of bad files.
     pub max_bad_fraction: f64,
     /// Batch-building worker threads.
     pub workers: usize,
@@ -108,10 +124,13 @@ impl Default for DataConfig {
     }
 }
 
+/// `optimizer.kind`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum OptimizerKind {
+    /// AdamW with decoupled weight decay.
     Adamw,
+    /// SGD with optional (Nesterov) momentum.
     Sgd,
 }
 
@@ -119,16 +138,21 @@ pub enum OptimizerKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OptimizerConfig {
+    /// AdamW or SGD.
     pub kind: OptimizerKind,
     /// Peak learning rate (after warm-up).
     pub lr: f64,
     /// Decoupled weight decay for AdamW (multiplied by the LR), L2 penalty for SGD.
     pub weight_decay: f64,
+    /// AdamW first-moment decay.
     pub beta1: f64,
+    /// AdamW second-moment decay.
     pub beta2: f64,
+    /// AdamW denominator epsilon.
     pub epsilon: f64,
     /// SGD momentum (0 = none).
     pub momentum: f64,
+    /// SGD Nesterov momentum.
     pub nesterov: bool,
     /// Clip the global gradient norm to this value; 0 = no clipping.
     pub clip_grad_norm: f64,
@@ -150,6 +174,7 @@ impl Default for OptimizerConfig {
     }
 }
 
+/// `schedule.kind`: the shape after the linear warm-up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ScheduleKind {
@@ -165,12 +190,17 @@ pub enum ScheduleKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ScheduleConfig {
+    /// The schedule's shape.
     pub kind: ScheduleKind,
     /// Warm-up length in optimizer steps; `warmup_epochs` is used when this is 0.
     pub warmup_steps: usize,
+    /// Warm-up length in epochs (when `warmup_steps` is 0).
     pub warmup_epochs: f64,
+    /// The cosine schedule's final LR.
     pub min_lr: f64,
+    /// Period of the `step` schedule, in optimizer steps.
     pub step_size: usize,
+    /// Factor of the `step` schedule.
     pub gamma: f64,
 }
 
@@ -187,14 +217,18 @@ impl Default for ScheduleConfig {
     }
 }
 
+/// A validation metric that decides the best epoch and early stopping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Metric {
+    /// Mean validation cross-entropy (lower is better).
     ValidLoss,
+    /// Validation top-1 accuracy (higher is better).
     ValidTop1,
 }
 
 impl Metric {
+    /// The name used in `summary.json` and logs.
     pub fn name(self) -> &'static str {
         match self {
             Self::ValidLoss => "valid_loss",
@@ -211,13 +245,17 @@ impl Metric {
     }
 }
 
+/// How training shows progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ProgressMode {
     /// A live bar on a terminal, plain lines otherwise.
     Auto,
+    /// Always a live bar.
     Bar,
+    /// Plain lines every `log_every` steps and per epoch.
     Plain,
+    /// Nothing but warnings and errors.
     Off,
 }
 
@@ -225,6 +263,7 @@ pub enum ProgressMode {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TrainingConfig {
+    /// Epochs to train.
     pub epochs: usize,
     /// Micro-batch size (what one forward pass sees), or "auto" (see `trainer tune-batch`).
     pub batch_size: BatchSize,
@@ -242,6 +281,7 @@ pub struct TrainingConfig {
     pub profile: bool,
     /// Micro-batches averaged into one optimizer step; effective batch = batch_size x this.
     pub accumulation_steps: usize,
+    /// Cross-entropy label smoothing.
     pub label_smoothing: f64,
     /// Seeds model init, data order, augmentation and dropout.
     pub seed: u64,
@@ -253,7 +293,9 @@ pub struct TrainingConfig {
     pub late_dropout_epoch: usize,
     /// Log a metrics row every N optimizer steps.
     pub log_every: usize,
+    /// `[training.early_stopping]`.
     pub early_stopping: EarlyStopping,
+    /// Progress display.
     pub progress: ProgressMode,
     /// Parent directory of run directories.
     pub out_dir: String,
@@ -286,7 +328,9 @@ impl Default for TrainingConfig {
 /// A micro-batch size or "auto".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BatchSize {
+    /// Searched at the start of a run (see `trainer tune-batch`).
     Auto,
+    /// This many sequences.
     Fixed(usize),
 }
 
@@ -342,12 +386,15 @@ impl<'de> Deserialize<'de> for BatchSize {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AmpConfig {
+    /// The loss scale a run starts with.
     pub init_scale: f64,
     /// Multiply the scale by this after `growth_interval` finite steps in a row.
     pub growth_factor: f64,
+    /// Finite steps in a row before the scale grows.
     pub growth_interval: usize,
     /// Multiply the scale by this when gradients overflow (the step is skipped).
     pub backoff_factor: f64,
+    /// The scale's floor.
     pub min_scale: f64,
 }
 
@@ -383,7 +430,9 @@ impl Default for RecoveryConfig {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct FaultConfig {
+    /// Optimizer steps (0-based) whose loss is replaced by NaN.
     pub nan_loss_steps: Vec<usize>,
+    /// Optimizer steps whose first gradient tensor is multiplied by infinity.
     pub inf_grad_steps: Vec<usize>,
 }
 
@@ -391,9 +440,11 @@ pub struct FaultConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct EarlyStopping {
+    /// The metric that decides the best epoch.
     pub metric: Metric,
     /// Epochs without improvement before stopping; 0 = never stop early.
     pub patience: usize,
+    /// Smallest change that counts as an improvement.
     pub min_delta: f64,
 }
 
@@ -425,8 +476,11 @@ impl Default for CheckpointConfig {
 pub struct DeviceConfig {
     /// auto, cpu, cuda, cuda:N, wgpu, wgpu:N
     pub device: DeviceSpec,
+    /// GPU name fragments or CUDA ordinals, most preferred first.
     pub prefer: Vec<String>,
+    /// Skip GPUs with less free memory.
     pub min_free_memory_mib: u64,
+    /// Let `auto` pick software Vulkan adapters (llvmpipe).
     pub allow_software_wgpu: bool,
 }
 
@@ -443,6 +497,7 @@ impl Default for DeviceConfig {
 }
 
 impl DeviceConfig {
+    /// The selection policy `device::resolve` takes.
     pub fn policy(&self) -> SelectionPolicy {
         SelectionPolicy {
             prefer: self.prefer.clone(),
@@ -457,6 +512,7 @@ impl DeviceConfig {
 pub struct Origin {
     /// A file path, `built-in default`, `--set` or a flag name.
     pub source: String,
+    /// Line in the file, when known.
     pub line: Option<usize>,
 }
 
@@ -472,9 +528,11 @@ impl fmt::Display for Origin {
 /// A configuration error, located.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub struct ConfigError {
+    /// Where the offending value came from.
     pub origin: Origin,
     /// Dotted key path (empty for whole-file errors such as TOML syntax).
     pub key: String,
+    /// What is wrong and what was expected.
     pub message: String,
 }
 
@@ -491,8 +549,11 @@ impl fmt::Display for ConfigError {
 /// A flag override: key path and value.
 #[derive(Debug, Clone)]
 pub struct FlagOverride {
+    /// The flag's name (`--epochs`), for errors.
     pub flag: &'static str,
+    /// The dotted key it sets.
     pub key: &'static str,
+    /// The value.
     pub value: Value,
 }
 
@@ -809,6 +870,7 @@ impl ExperimentConfig {
         b.build()
     }
 
+    /// `data.path` as a path, `None` when empty (the synthetic dataset).
     pub fn data_path(&self) -> Option<PathBuf> {
         (!self.data.path.is_empty()).then(|| PathBuf::from(&self.data.path))
     }

@@ -22,12 +22,19 @@ use crate::{Result, RunOptions, TrainError};
 /// The validation figures of one fold's exported (best) weights.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FoldResult {
+    /// Fold index (0-based).
     pub fold: usize,
+    /// The fold's run directory.
     pub run_dir: PathBuf,
+    /// Signers held out.
     pub valid_groups: usize,
+    /// Sequences held out.
     pub valid_samples: usize,
+    /// Training sequences.
     pub train_samples: usize,
+    /// Validation top-1 of the exported weights.
     pub valid_top1: Option<f64>,
+    /// Validation loss of the exported weights.
     pub valid_loss: Option<f64>,
     /// Read back from an earlier invocation instead of trained now.
     pub reused: bool,
@@ -36,12 +43,16 @@ pub struct FoldResult {
 /// Mean and sample standard deviation (n - 1) over the folds that have a value.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Spread {
+    /// Mean.
     pub mean: f64,
+    /// Sample standard deviation (0 for one value).
     pub std: f64,
+    /// Values.
     pub n: usize,
 }
 
 impl Spread {
+    /// The spread of `values`; `None` when there are none.
     pub fn of(values: impl IntoIterator<Item = f64>) -> Option<Spread> {
         let v: Vec<f64> = values.into_iter().collect();
         if v.is_empty() {
@@ -57,16 +68,24 @@ impl Spread {
 /// `cv.json`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CvSummary {
+    /// The experiment's name.
     pub name: String,
+    /// The cross-validation directory.
     pub dir: PathBuf,
+    /// K.
     pub folds: usize,
+    /// `data.split_seed`.
     pub split_seed: u64,
+    /// Each fold's figures.
     pub per_fold: Vec<FoldResult>,
+    /// Validation top-1 over the folds.
     pub valid_top1: Option<Spread>,
+    /// Validation loss over the folds.
     pub valid_loss: Option<Spread>,
 }
 
 impl CvSummary {
+    /// The table printed by `trainer cv`.
     pub fn render(&self) -> String {
         let mut s = format!("{}-fold cross-validation by signer ({}):\n", self.folds, self.dir.display());
         let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.4}"));

@@ -24,6 +24,7 @@
 //! println!("{:?}", outcome.summary.and_then(|s| s.last));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+#![warn(missing_docs)]
 
 pub mod amp;
 pub mod bench;
@@ -54,34 +55,62 @@ pub type TrainBackend = device::TrainBackend;
 /// The same backend without autodiff (validation, export).
 pub type InnerBackend = device::Backend;
 
+/// Every way training can fail; each names the file, key or run it is about.
 #[derive(Debug, thiserror::Error)]
 pub enum TrainError {
+    /// A config value (located: file, line, key).
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// A dataset file or directory.
     #[error(transparent)]
     Data(#[from] data::DataError),
+    /// A model config or input.
     #[error(transparent)]
     Model(#[from] models::ModelError),
+    /// Device selection.
     #[error(transparent)]
     Device(#[from] device::DeviceError),
+    /// A run-directory or bundle file.
     #[error(transparent)]
     Bundle(#[from] bundle::BundleError),
+    /// A file the trainer reads or writes itself.
     #[error("{path}: {message}")]
-    Io { path: PathBuf, message: String },
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS reason.
+        message: String,
+    },
+    /// A checkpoint that cannot be used.
     #[error("checkpoint {path}: {message}")]
-    Checkpoint { path: PathBuf, message: String },
+    Checkpoint {
+        /// The checkpoint file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// A run that cannot be continued as asked.
     #[error("cannot resume {path}: {message}")]
-    Resume { path: PathBuf, message: String },
+    Resume {
+        /// The run directory or checkpoint.
+        path: PathBuf,
+        /// Why (the differing keys, or what is missing).
+        message: String,
+    },
+    /// A request that cannot run (e.g. fewer sequences than one step needs).
     #[error("{0}")]
     Invalid(String),
+    /// Non-finite steps outlasted the recovery policy; the message is its log.
     #[error("training diverged and was aborted: {0}")]
     Diverged(String),
 }
 
 impl TrainError {
+    /// An I/O error on `path`.
     pub fn io(path: impl Into<PathBuf>, e: impl std::fmt::Display) -> Self {
         Self::Io { path: path.into(), message: e.to_string() }
     }
 }
 
+/// `Result` with [`TrainError`].
 pub type Result<T, E = TrainError> = std::result::Result<T, E>;

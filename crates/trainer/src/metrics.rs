@@ -10,27 +10,44 @@ use crate::amp::LossScaler;
 use crate::checkpoint::EpochRecord;
 use crate::{Result, TrainError};
 
+/// The CSV header of `metrics.csv`.
 pub const HEADER: &str = "kind,epoch,step,samples,loss,top1,lr,grad_norm,samples_per_s,valid_loss,valid_top1,valid_top5,elapsed_s,loss_scale,mem_in_use_mib,mem_reserved_mib";
 const COLUMNS: usize = 16;
 
 /// One row; `None` leaves the cell empty.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Row {
+    /// `step`, `epoch` or `memory`.
     pub kind: &'static str,
+    /// Epoch (1-based).
     pub epoch: usize,
+    /// Optimizer steps done.
     pub step: usize,
+    /// Training samples processed.
     pub samples: u64,
+    /// Mean training loss (over the logging window or the epoch).
     pub loss: Option<f64>,
+    /// Training top-1.
     pub top1: Option<f64>,
+    /// Learning rate.
     pub lr: Option<f64>,
+    /// Global gradient norm of the last step (unscaled, before clipping).
     pub grad_norm: Option<f64>,
+    /// Training throughput.
     pub samples_per_s: Option<f64>,
+    /// Validation loss (epoch rows).
     pub valid_loss: Option<f64>,
+    /// Validation top-1 (epoch rows).
     pub valid_top1: Option<f64>,
+    /// Validation top-5 (epoch rows).
     pub valid_top5: Option<f64>,
+    /// Training time over resumes, seconds.
     pub elapsed_s: f64,
+    /// The f16 loss scale.
     pub loss_scale: Option<f64>,
+    /// Device memory in use after emptying the cache (memory rows).
     pub mem_in_use_mib: Option<f64>,
+    /// Device memory reserved by the pool (memory rows).
     pub mem_reserved_mib: Option<f64>,
 }
 
@@ -84,6 +101,7 @@ impl Row {
     }
 }
 
+/// Appends rows to `metrics.csv` and events to `events.jsonl`.
 #[derive(Debug)]
 pub struct MetricsWriter {
     path: PathBuf,
@@ -124,6 +142,7 @@ impl MetricsWriter {
         Ok(Self { path, file, events })
     }
 
+    /// Append one row (flushed).
     pub fn write(&mut self, row: &Row) -> Result<()> {
         self.file.write_all(row.line().as_bytes()).map_err(|e| TrainError::io(&self.path, e))?;
         self.file.flush().map_err(|e| TrainError::io(&self.path, e))

@@ -14,9 +14,12 @@ use crate::{InnerBackend, Result, TrainBackend, TrainError};
 
 type M = SignModel<TrainBackend>;
 
+/// The optimizer of a run, with f32 state.
 #[derive(Clone)]
 pub enum Optim {
+    /// AdamW.
     AdamW(burn::optim::adaptor::OptimizerAdaptor<AdamW, M, TrainBackend>),
+    /// SGD.
     Sgd(burn::optim::adaptor::OptimizerAdaptor<Sgd<InnerBackend>, M, TrainBackend>),
 }
 
@@ -53,6 +56,7 @@ impl Optim {
         }
     }
 
+    /// Apply `grads` to `model` with learning rate `lr`.
     pub fn step(&mut self, lr: f64, model: M, grads: GradientsParams) -> M {
         match self {
             Self::AdamW(o) => o.step(lr, model, grads),
@@ -70,6 +74,7 @@ impl Optim {
         res.map_err(|e| TrainError::Checkpoint { path: path.into(), message: format!("saving optimizer state: {e}") })
     }
 
+    /// Load the state saved by [`Optim::save`] (the optimizer kind must match).
     pub fn load(self, path: &Path, device: &device::DispatchDevice) -> Result<Self> {
         let rec = NamedMpkFileRecorder::<FullPrecisionSettings>::new();
         let err = |e: burn::record::RecorderError| TrainError::Checkpoint {

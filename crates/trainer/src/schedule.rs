@@ -3,19 +3,27 @@
 
 use crate::config::{ScheduleConfig, ScheduleKind};
 
+/// The learning rate as a function of the optimizer step.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LrSchedule {
+    /// Shape after warm-up.
     pub kind: ScheduleKind,
+    /// The LR after warm-up.
     pub peak: f64,
+    /// The cosine schedule's final LR.
     pub min_lr: f64,
+    /// Linear warm-up length in optimizer steps.
     pub warmup_steps: usize,
     /// Optimizer steps in the whole run.
     pub total_steps: usize,
+    /// Period of the `step` schedule.
     pub step_size: usize,
+    /// Factor of the `step` schedule.
     pub gamma: f64,
 }
 
 impl LrSchedule {
+    /// The schedule of `cfg` peaking at `peak`, for a run of `total_steps` steps of `steps_per_epoch` per epoch.
     pub fn new(cfg: &ScheduleConfig, peak: f64, steps_per_epoch: usize, total_steps: usize) -> Self {
         let warmup_steps = if cfg.warmup_steps > 0 {
             cfg.warmup_steps
