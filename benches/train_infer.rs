@@ -21,7 +21,7 @@ use trainer::bench::pad_mask_host;
 use trainer::config::OptimizerConfig;
 use trainer::optim::Optim;
 use trainer::profile::Profiler;
-use trainer::step::{train_step, StepFaults, StepSettings};
+use trainer::step::{train_step, StepSettings};
 use trainer::{InnerBackend, TrainBackend};
 
 const BATCH: usize = 64;
@@ -58,15 +58,7 @@ fn bench(c: &mut Criterion) {
         });
         let optimizer = OptimizerConfig::default();
         let mut optim = Optim::new(&optimizer);
-        let settings = StepSettings {
-            compute: FloatDType::F32,
-            micro_batches: 1,
-            loss_scale: 1.0,
-            lr: 1e-4,
-            clip_grad_norm: optimizer.clip_grad_norm,
-            dropout_seed: None,
-            faults: StepFaults::default(),
-        };
+        let settings = StepSettings::timing(FloatDType::F32, optimizer.clip_grad_norm);
         let mut prof = Profiler::new(false);
         let mut m = Some(model.clone());
         g.bench_function("step", |b| {

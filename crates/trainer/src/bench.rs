@@ -22,7 +22,7 @@ use crate::config::ExperimentConfig;
 use crate::optim::Optim;
 use crate::profile::{Phase, Profiler};
 use crate::resolve::ResolvedCompute;
-use crate::step::{train_step, StepFaults, StepSettings};
+use crate::step::{train_step, StepSettings};
 use crate::{InnerBackend, Result, TrainBackend};
 
 /// The shape and repetitions of `trainer bench`.
@@ -173,15 +173,7 @@ pub fn bench(cfg: &ExperimentConfig, compute: &ResolvedCompute, opts: &BenchOpti
     let mask = Tensor::<TrainBackend, 2, Bool>::from_data(TensorData::new(pad_mask_host(b, t), [b, t]), device);
     let labels_host: Vec<i64> = (0..b as i64).map(|i| i % opts.classes as i64).collect();
     let labels = Tensor::<TrainBackend, 1, Int>::from_data(TensorData::new(labels_host, [b]), device);
-    let settings = StepSettings {
-        compute: precision.float_dtype(),
-        micro_batches: 1,
-        loss_scale: 1.0,
-        lr: 1e-4,
-        clip_grad_norm: cfg.optimizer.clip_grad_norm,
-        dropout_seed: None,
-        faults: StepFaults::default(),
-    };
+    let settings = StepSettings::timing(precision.float_dtype(), cfg.optimizer.clip_grad_norm);
 
     let (mut fwd, mut bwd, mut opt) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..opts.steps + 2 {

@@ -56,6 +56,22 @@ pub struct StepSettings {
     pub faults: StepFaults,
 }
 
+impl StepSettings {
+    /// The step that speed measurements time (`tune`, `bench`, the criterion bench): one
+    /// micro-batch at a small fixed LR, no loss scaling, no re-seeding, no faults.
+    pub fn timing(compute: FloatDType, clip_grad_norm: f64) -> Self {
+        Self {
+            compute,
+            micro_batches: 1,
+            loss_scale: 1.0,
+            lr: 1e-4,
+            clip_grad_norm,
+            dropout_seed: None,
+            faults: StepFaults::default(),
+        }
+    }
+}
+
 /// What one step did.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepOutcome {

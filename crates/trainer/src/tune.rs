@@ -25,7 +25,7 @@ use crate::config::ExperimentConfig;
 use crate::optim::Optim;
 use crate::profile::Profiler;
 use crate::resolve::{ResolvedCompute, ResolvedData};
-use crate::step::{train_step, StepFaults, StepSettings};
+use crate::step::{train_step, StepSettings};
 use crate::{Result, TrainBackend, TrainError};
 
 /// One batch size tried.
@@ -131,15 +131,7 @@ pub fn time_steps(
         cfg.model.init::<TrainBackend>(ds.features, ds.num_classes(), device).map(&mut Materialize);
     let mut optim = Optim::new(&cfg.optimizer);
     let loss_fn = CrossEntropyLossConfig::new().init::<TrainBackend>(device);
-    let settings = StepSettings {
-        compute: compute.precision.precision.float_dtype(),
-        micro_batches: 1,
-        loss_scale: 1.0,
-        lr: 1e-4,
-        clip_grad_norm: cfg.optimizer.clip_grad_norm,
-        dropout_seed: None,
-        faults: StepFaults::default(),
-    };
+    let settings = StepSettings::timing(compute.precision.precision.float_dtype(), cfg.optimizer.clip_grad_norm);
     let mut prof = Profiler::new(false);
     let mut ms = 0.0;
     for i in 0..=steps {
