@@ -132,9 +132,9 @@ impl GpuSample {
     }
 }
 
-/// Folds samples into per-GPU statistics; shared by the sampler thread and tests.
+/// Folds samples into per-GPU statistics (the sampler thread's, and the unit tests').
 #[derive(Debug, Default)]
-pub struct Aggregator {
+pub(crate) struct Aggregator {
     gpus: Vec<GpuSummary>,
     samples: u64,
 }

@@ -578,8 +578,8 @@ impl ConfigBuilder {
         b
     }
 
-    /// Starts from nothing but the struct defaults (for tests of single layers).
-    pub fn empty() -> Self {
+    /// Starts from nothing but the struct defaults (how a resolved `config.toml` is read back).
+    pub(crate) fn empty() -> Self {
         Self { merged: Table::new(), origins: BTreeMap::new() }
     }
 
