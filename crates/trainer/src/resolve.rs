@@ -133,12 +133,11 @@ impl ResolvedRun {
         }
         let input = ResolvedData::resolve(&cfg, progress)?;
         let t = &cfg.training;
-        let (batch_size, accumulation_steps, batch_source) = match (t.batch_size, saved) {
+        let saved_batch = saved.and_then(|s| Some((s.training.batch_size.fixed()?, s.training.accumulation_steps)));
+        let (batch_size, accumulation_steps, batch_source) = match (t.batch_size, saved_batch) {
             (BatchSize::Fixed(b), _) => (b, t.accumulation_steps, BatchSource::Config),
-            (BatchSize::Auto, Some(s)) if s.training.batch_size.fixed().is_some() => {
-                (s.training.batch_size.fixed().unwrap_or(1), s.training.accumulation_steps, BatchSource::Saved)
-            }
-            (BatchSize::Auto, _) => {
+            (BatchSize::Auto, Some((b, accumulation))) => (b, accumulation, BatchSource::Saved),
+            (BatchSize::Auto, None) => {
                 let report = crate::tune::search(&cfg, &compute, &input)?;
                 if show {
                     print!("{}", report.render());
