@@ -1,31 +1,95 @@
 #!/usr/bin/env bash
-# GPU check from prebuilt binaries (no Rust needed on the GPU machine).
-#   Build here:   cargo build --release -p device
+# GPU check from prebuilt binaries (no Rust needed on the GPU machine). Runs every GPU path on
+# each GPU backend it finds (CUDA, WGPU; a software Vulkan adapter such as llvmpipe counts) and
+# writes OUT_DIR/report.md with what ran, where, and the figures.
+#   Build here:   cargo build --release -p device -p trainer -p infer
 #   Run there:    BIN=target/release scripts/gpu-check.sh [OUT_DIR]
-# Prints the inventory and the auto choice, resolves explicit specs, runs a matmul on CUDA with
-# memory statistics before/after empty_cache, and samples the GPUs for 5 s through NVML.
+# Same script, no edits, on a CUDA machine and on a machine with only WGPU.
 set -uo pipefail
 BIN=${BIN:-target/release}
 OUT=${1:-${OUT:-gpu-check-out}}
+STEPS=${STEPS:-12}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+REPORT="$OUT/report.md"
+: > "$OUT/log.txt"
 run() {
   echo "\$ $*" | tee -a "$OUT/log.txt"
   "$@" 2>&1 | tee -a "$OUT/log.txt"
-  echo "(exit ${PIPESTATUS[0]})" | tee -a "$OUT/log.txt"
+  local rc=${PIPESTATUS[0]}
+  echo "(exit $rc)" | tee -a "$OUT/log.txt"
+  return "$rc"
 }
+result() { echo "| $1 | $2 | $3 |" >> "$REPORT"; }
+
+{
+  echo "# GPU check $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo
+  echo "- host: $(uname -srm); CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+  command -v nvidia-smi >/dev/null && echo "- nvidia-smi: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tr '\n' ';')"
+  echo
+  echo "| check | backend | result |"
+  echo "|---|---|---|"
+} > "$REPORT"
+
 command -v nvidia-smi >/dev/null && run nvidia-smi
 run "$BIN/device" list
 "$BIN/device" list --json > "$OUT/list.json" 2>>"$OUT/log.txt"
 run "$BIN/device" select --device auto
-run "$BIN/device" select --device cuda
-run "$BIN/device" select --device cuda:7
-run "$BIN/device" select --device wgpu
-run "$BIN/device" check --device cuda --size 4096
-run "$BIN/device" check --device cuda --size 4096 --json
-run "$BIN/device" check --device wgpu --size 1024
-# 5 s of NVML samples while the GPU is busy with repeated large matmuls.
-( for _ in 1 2 3; do "$BIN/device" check --device cuda --size 8192 >/dev/null 2>&1; done ) &
-load=$!
-run "$BIN/device" monitor --interval-ms 250 --duration-s 5 --out "$OUT/monitor.csv"
-wait $load
-echo "outputs in $OUT"
+
+backends=()
+for b in cuda wgpu; do
+  if run "$BIN/device" select --device "$b"; then backends+=("$b"); else result "select" "$b" "not available (see log.txt)"; fi
+done
+
+# Tiny synthetic experiment on the built-in default model (conv-transformer).
+work="$OUT/work"
+mkdir -p "$work"
+common=(--set "data.synthetic_dir=\"$work/synth\"" --set "data.cache_dir=\"$work/cache\""
+        --set synthetic.classes=6 --set synthetic.signers=4 --set synthetic.repetitions=4
+        --set training.batch_size=8 --set training.log_every=1 --set "training.max_steps=$STEPS"
+        --set training.epochs=2 --set training.progress=\"log\")
+
+for b in "${backends[@]}"; do
+  size=1024; [ "$b" = cuda ] && size=4096
+  if run "$BIN/device" check --device "$b" --size "$size" --json > "$OUT/check-$b.json"; then
+    result "matmul vs CPU, memory before/after empty_cache" "$b" "ok: $(tr -d '\n ' < "$OUT/check-$b.json" | head -c 300)"
+  else
+    result "matmul check" "$b" "FAILED"
+  fi
+  for p in f32 f16; do
+    dir="$work/train-$b-$p"
+    rm -rf "$dir"
+    if run "$BIN/trainer" --device "$b" --precision "$p" --out "$dir" "${common[@]}" \
+        --set 'fault.oom_at_steps=[5]' --set checkpoint.gpu_every_steps=4; then
+      s="$dir/summary.json"
+      result "train $STEPS steps (injected OOM at step 5)" "$b $p" \
+        "ok: $(python3 -c "import json;d=json.load(open('$s'));print('precision',d['precision'],'|',d['precision_reason'],'| loss',round(d['last']['train_loss'],3),'| faults',len(d['device_faults']),'| micro-batch',d['batch_size'],'x',d['accumulation_steps'],'| peak MiB',d['peak_memory_mib'],'|',round(d['samples_per_s']),'samples/s')" 2>/dev/null || echo see $s)"
+    else
+      result "train $STEPS steps" "$b $p" "FAILED (exit $?)"
+    fi
+  done
+  model="$work/train-$b-f32"
+  if [ -f "$model/model/model.json" ]; then
+    clip=$(find "$work/synth" -name '*.parquet' | head -1)
+    run "$BIN/infer" predict --model "$model" --device "$b" --input "$clip" --json > "$OUT/predict-$b.json" \
+      && run "$BIN/infer" predict --model "$model" --device cpu --input "$clip" --json > "$OUT/predict-cpu.json" \
+      && result "infer predict (same input on the CPU: predict-cpu.json)" "$b" "ok: $(head -c 200 "$OUT/predict-$b.json")" \
+      || result "infer predict" "$b" "FAILED"
+    run "$BIN/infer" bench --model "$model" --device "$b" --batch 1,8 --runs 10 \
+      && result "infer bench" "$b" "ok (log.txt)" || result "infer bench" "$b" "FAILED"
+    run "$BIN/infer" stream --model "$model" --device "$b" --input "$clip" \
+      && result "infer stream" "$b" "ok (log.txt)" || result "infer stream" "$b" "FAILED"
+  fi
+done
+
+# NVML samples while a CUDA GPU is busy.
+if [[ " ${backends[*]} " == *" cuda "* ]]; then
+  ( for _ in 1 2 3; do "$BIN/device" check --device cuda --size 8192 >/dev/null 2>&1; done ) &
+  load=$!
+  run "$BIN/device" monitor --interval-ms 250 --duration-s 5 --out "$OUT/monitor.csv" \
+    && result "NVML monitor 5 s" cuda "ok (monitor.csv)" || result "NVML monitor" cuda "FAILED"
+  wait $load
+fi
+echo "report: $REPORT"
+cat "$REPORT"

@@ -278,3 +278,49 @@ impl Drop for EpochLoader {
         }
     }
 }
+
+/// Device-side prefetch: uploads the batches of an [`EpochLoader`] to `device` on a background
+/// thread, one batch ahead, so the copy of batch n+1 is issued while the training step computes
+/// on batch n (GPU backends run asynchronously, so the two overlap). For host-resident backends
+/// it would only add a thread; the trainer uses it on GPUs.
+#[derive(Debug)]
+pub struct DevicePrefetcher<B: Backend> {
+    rx: Option<Receiver<SignBatch<B>>>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl<B: Backend> DevicePrefetcher<B> {
+    /// Start uploading `loader`'s batches to `device`.
+    pub fn start(loader: EpochLoader, device: B::Device) -> Self {
+        let (tx, rx) = sync_channel::<SignBatch<B>>(1);
+        let handle = std::thread::Builder::new()
+            .name("device-prefetch".into())
+            .spawn(move || {
+                for hb in loader {
+                    if tx.send(hb.to_device::<B>(&device)).is_err() {
+                        break;
+                    }
+                }
+            })
+            .ok();
+        Self { rx: Some(rx), handle }
+    }
+}
+
+impl<B: Backend> Iterator for DevicePrefetcher<B> {
+    type Item = SignBatch<B>;
+
+    fn next(&mut self) -> Option<SignBatch<B>> {
+        self.rx.as_ref()?.recv().ok()
+    }
+}
+
+impl<B: Backend> Drop for DevicePrefetcher<B> {
+    fn drop(&mut self) {
+        // Closing the channel ends the thread at its next send; it drops the loader's workers.
+        self.rx = None;
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}

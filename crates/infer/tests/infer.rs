@@ -516,3 +516,52 @@ fn predict_files_keeps_order_and_names_bad_files() {
     let e = got[7].1.as_ref().unwrap_err();
     assert!(e.contains("notes.txt: expected a .parquet (ISLR layout) or .npy file"), "{e}");
 }
+
+/// `infer` on WGPU (llvmpipe in CI): the same top-1 as the CPU and probabilities within 1e-4 in
+/// f32, and `bench` and `stream` run there from the CLI.
+#[test]
+fn wgpu_predictions_equal_the_cpus_and_the_cli_runs_there() {
+    let inv = device::probe_for(&device::DeviceSpec::Wgpu(None));
+    if inv.wgpu.adapters.is_empty() {
+        assert!(std::env::var("SIGNFLOW_REQUIRE_WGPU").is_err(), "SIGNFLOW_REQUIRE_WGPU is set but no WGPU adapter");
+        eprintln!("skipped: no WGPU adapter");
+        return;
+    }
+    let t = trained();
+    let (samples, _, _) = validation_files(t);
+    let on_cpu = Predictor::load(&t.run_dir, &cpu(None)).unwrap().predict_batch(&samples).unwrap();
+    let opts = PredictorOptions { device: device::DeviceSpec::Wgpu(None), ..Default::default() };
+    let gpu = Predictor::load(&t.run_dir, &opts).unwrap();
+    assert_eq!(gpu.precision(), Precision::F32, "auto on a software adapter is f32");
+    let on_gpu = gpu.predict_batch(&samples).unwrap();
+    let mut max_dp = 0f32;
+    for (a, b) in on_gpu.iter().zip(&on_cpu) {
+        assert_eq!(a.best().index, b.best().index);
+        for (x, y) in a.top.iter().zip(&b.top) {
+            assert_eq!(x.index, y.index);
+            max_dp = max_dp.max((x.probability - y.probability).abs());
+        }
+    }
+    eprintln!("wgpu vs cpu: {} sequences, same top-1, max |dp| {max_dp:.2e}", samples.len());
+    assert!(max_dp <= 1e-4, "probabilities differ by {max_dp}");
+
+    let model = t.run_dir.display().to_string();
+    let cli = |args: &[&str]| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_infer")).args(args).output().unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, stdout, stderr) =
+        cli(&["bench", "--model", &model, "--device", "wgpu", "--batch", "1,4", "--runs", "5", "--json"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("wgpu") || stdout.contains("llvmpipe") || stdout.contains("Vulkan"), "{stdout}");
+    let pre = data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap();
+    let prepared = trainer::resolve::prepare_data(&t.cfg, &pre, false).unwrap();
+    let clip = prepared.dataset.items[prepared.valid[0]].path.display().to_string();
+    let (code, stdout, stderr) = cli(&["stream", "--model", &model, "--device", "wgpu", "--input", &clip, "--json"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stdout.trim().is_empty(), "stream printed nothing: {stderr}");
+}

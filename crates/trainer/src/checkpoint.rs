@@ -41,6 +41,12 @@ pub struct EpochRecord {
     pub samples_per_s: f64,
     /// Training time at the end of the epoch, over resumes.
     pub elapsed_s: f64,
+    /// Peak device memory held by tensors during the epoch, MiB (GPU backends).
+    #[serde(default)]
+    pub peak_mem_in_use_mib: Option<f64>,
+    /// Peak device memory reserved by the pool during the epoch, MiB (GPU backends).
+    #[serde(default)]
+    pub peak_mem_reserved_mib: Option<f64>,
 }
 
 /// The best epoch so far by `training.early_stopping.metric`.
@@ -117,6 +123,12 @@ pub struct TrainState {
     pub scaler: LossScaler,
     /// The model this state belongs to.
     pub signature: ModelSignature,
+    /// The micro-batch size `batch_in_epoch` counts in (0: unknown, the run's own).
+    #[serde(default)]
+    pub micro_batch: usize,
+    /// Device faults the run survived.
+    #[serde(default)]
+    pub device_faults: Vec<crate::fault::DeviceFault>,
 }
 
 impl TrainState {
@@ -138,14 +150,22 @@ impl TrainState {
             consecutive_bad: 0,
             scaler: LossScaler { enabled: false, scale: 1.0, good_steps: 0, backoffs: 0, growths: 0 },
             signature,
+            micro_batch: 0,
+            device_faults: Vec::new(),
         }
     }
 }
 
-/// Whether a step checkpoint is due after optimizer step `step` (epoch ends always checkpoint,
-/// so a step that ends an epoch is left to them).
-pub fn step_checkpoint_due(cfg: &CheckpointConfig, step: usize, epoch_ends: bool) -> bool {
-    cfg.every_steps > 0 && step.is_multiple_of(cfg.every_steps) && !epoch_ends
+/// Whether a step checkpoint is due after optimizer step `step` on `device` (epoch ends always
+/// checkpoint, so a step that ends an epoch is left to them).
+pub fn step_checkpoint_due(
+    cfg: &CheckpointConfig,
+    device: &device::DispatchDevice,
+    step: usize,
+    epoch_ends: bool,
+) -> bool {
+    let every = cfg.interval_on(device);
+    every > 0 && step.is_multiple_of(every) && !epoch_ends
 }
 
 /// Write a step checkpoint and keep only the newest `keep_last`.

@@ -104,6 +104,9 @@ pub struct DataConfig {
     pub workers: usize,
     /// Batches each worker keeps ready ahead of the training loop.
     pub prefetch: usize,
+    /// On GPU backends, upload the next batch on a background thread while the current step
+    /// computes (device-side prefetch).
+    pub device_prefetch: bool,
 }
 
 impl Default for DataConfig {
@@ -120,6 +123,7 @@ impl Default for DataConfig {
             max_bad_fraction: 0.05,
             workers: 2,
             prefetch: 2,
+            device_prefetch: true,
         }
     }
 }
@@ -417,11 +421,14 @@ pub struct RecoveryConfig {
     pub lr_cut: f64,
     /// Take an in-memory snapshot (weights + optimizer) every N good steps.
     pub snapshot_every: usize,
+    /// Device out-of-memory errors (or other device faults) a run survives: each continues from
+    /// the last checkpoint with half the micro-batch and twice the accumulation (0 = none).
+    pub max_device_faults: usize,
 }
 
 impl Default for RecoveryConfig {
     fn default() -> Self {
-        Self { max_consecutive_bad: 3, max_rollbacks: 3, lr_cut: 0.5, snapshot_every: 20 }
+        Self { max_consecutive_bad: 3, max_rollbacks: 3, lr_cut: 0.5, snapshot_every: 20, max_device_faults: 3 }
     }
 }
 
@@ -434,6 +441,14 @@ pub struct FaultConfig {
     pub nan_loss_steps: Vec<usize>,
     /// Optimizer steps whose first gradient tensor is multiplied by infinity.
     pub inf_grad_steps: Vec<usize>,
+    /// Optimizer steps that die of an (injected) device out-of-memory while the micro-batch is
+    /// larger than `oom_fits_micro_batch`.
+    pub oom_at_steps: Vec<usize>,
+    /// The largest micro-batch that fits: larger ones die of an injected out-of-memory at the
+    /// `oom_at_steps` and in every GPU batch-size probe (unset: each of those steps fails once,
+    /// at the micro-batch it first runs with; 0: nothing fits).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oom_fits_micro_batch: Option<usize>,
 }
 
 /// `[training.early_stopping]`: also decides which epoch is "best".
@@ -458,15 +473,29 @@ impl Default for EarlyStopping {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CheckpointConfig {
-    /// Also checkpoint every N optimizer steps (0 = only at epoch end).
+    /// Also checkpoint every N optimizer steps (0 = only at epoch end, or `gpu_every_steps` on
+    /// a GPU).
     pub every_steps: usize,
+    /// On GPU backends (CUDA, WGPU), when `every_steps` is 0: checkpoint every N steps, so a
+    /// device fault loses little work (0 = only at epoch end).
+    pub gpu_every_steps: usize,
     /// Step checkpoints kept (the best model is kept besides these).
     pub keep_last: usize,
 }
 
 impl Default for CheckpointConfig {
     fn default() -> Self {
-        Self { every_steps: 0, keep_last: 2 }
+        Self { every_steps: 0, gpu_every_steps: 100, keep_last: 2 }
+    }
+}
+
+impl CheckpointConfig {
+    /// The step-checkpoint interval on `device` (0 = only at epoch end).
+    pub fn interval_on(&self, device: &device::DispatchDevice) -> usize {
+        match (self.every_steps, device::backend_name(device)) {
+            (0, "cuda" | "wgpu") => self.gpu_every_steps,
+            (n, _) => n,
+        }
     }
 }
 

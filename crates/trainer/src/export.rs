@@ -12,6 +12,7 @@ use burn::module::{AutodiffModule, Module, ModuleVisitor, Param};
 use burn::tensor::Tensor;
 use models::SignModel;
 
+use crate::checkpoint::EpochRecord;
 use crate::checkpoint::TrainState;
 use crate::profile::ProfileReport;
 use crate::report::Summary;
@@ -169,7 +170,15 @@ pub fn summary(p: SummaryParts<'_>) -> Summary {
         last: history.last().cloned(),
         best: state.best.clone(),
         exported_model: p.exported_model,
+        peak_memory_mib: peak_memory(history),
+        device_faults: state.device_faults.clone(),
     }
+}
+
+/// The largest per-epoch peaks, `[in use, reserved]` in MiB, when any epoch has them.
+fn peak_memory(history: &[EpochRecord]) -> Option<[f64; 2]> {
+    let max = |f: fn(&EpochRecord) -> Option<f64>| history.iter().filter_map(f).reduce(f64::max);
+    Some([max(|h| h.peak_mem_in_use_mib)?, max(|h| h.peak_mem_reserved_mib)?])
 }
 
 /// Write `summary.json` and redraw `curves.svg` from `metrics.csv`.

@@ -32,6 +32,7 @@ pub mod checkpoint;
 pub mod config;
 pub mod cv;
 pub mod export;
+pub mod fault;
 pub mod metrics;
 pub mod optim;
 pub mod plot;
@@ -103,6 +104,20 @@ pub enum TrainError {
     /// Non-finite steps outlasted the recovery policy; the message is its log.
     #[error("training diverged and was aborted: {0}")]
     Diverged(String),
+    /// The device failed (out of memory, device lost) and recovery could not continue.
+    #[error("{kind} at step {step} of {run_dir}: {message}. {advice}")]
+    DeviceFault {
+        /// The run directory (its checkpoints are intact).
+        run_dir: PathBuf,
+        /// The optimizer step that failed.
+        step: usize,
+        /// What failed.
+        kind: fault::FaultKind,
+        /// The runtime's message (first line).
+        message: String,
+        /// Why the run stopped and what to do.
+        advice: String,
+    },
 }
 
 impl TrainError {

@@ -170,12 +170,25 @@ fn main() -> ExitCode {
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
         .init();
+    // Device faults are panics in Burn 0.21; the trainer recovers from them or reports them as
+    // errors, so they get no panic trace. Any other panic is a bug and keeps the default report.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = trainer::fault::panic_message(info.payload());
+        if trainer::fault::classify(&message).is_none() {
+            default_hook(info);
+        }
+    }));
     let cli = Cli::parse();
     match real_main(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::from(if matches!(e, TrainError::Config(_)) { 2 } else { 1 })
+            ExitCode::from(match e {
+                TrainError::Config(_) => 2,
+                TrainError::DeviceFault { .. } => 3,
+                _ => 1,
+            })
         }
     }
 }
@@ -197,7 +210,13 @@ fn real_main(cli: Cli) -> Result<(), TrainError> {
         }
         Some(Command::ProbeBatch { layers, probe_batch }) => {
             let cfg = layers.builder()?.build()?;
-            let ms = trainer::tune::probe_batch(&cfg, probe_batch)?;
+            // A device fault is the probe's answer: report it as an error, not a panic trace.
+            let probe = std::panic::catch_unwind(|| trainer::tune::probe_batch(&cfg, probe_batch));
+            let ms = probe.map_err(|payload| {
+                let message = trainer::fault::panic_message(&*payload);
+                let kind = trainer::fault::classify(&message).map_or("panic".to_string(), |k| k.to_string());
+                TrainError::Invalid(format!("{kind}: {}", message.lines().next().unwrap_or_default()))
+            })??;
             println!("ok {ms:.3}");
             Ok(())
         }

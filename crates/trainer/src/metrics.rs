@@ -74,6 +74,8 @@ impl Row {
             valid_top5: record.valid_top5,
             elapsed_s: record.elapsed_s,
             loss_scale: scaler.enabled.then_some(scaler.scale),
+            mem_in_use_mib: record.peak_mem_in_use_mib,
+            mem_reserved_mib: record.peak_mem_reserved_mib,
             ..Self::default()
         }
     }

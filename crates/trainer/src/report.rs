@@ -194,6 +194,10 @@ pub struct Summary {
     pub best: Option<BestRecord>,
     /// The exported model bundle.
     pub exported_model: PathBuf,
+    /// Peak device memory over the run's epochs, MiB: `[in use, reserved]` (GPU backends).
+    pub peak_memory_mib: Option<[f64; 2]>,
+    /// Device faults (out of memory, device lost) the run survived, in order.
+    pub device_faults: Vec<crate::fault::DeviceFault>,
 }
 
 impl Summary {
@@ -227,6 +231,12 @@ impl Summary {
                 "recovery: {} skipped steps, {} rollbacks, LR scale {} (events.jsonl)\n",
                 self.skipped_steps, self.rollbacks, self.lr_scale
             );
+        }
+        for f in &self.device_faults {
+            out += &format!("recovered: {}\n", f.describe());
+        }
+        if let Some([in_use, reserved]) = self.peak_memory_mib {
+            out += &format!("device memory peak: {in_use:.1} MiB in use, {reserved:.1} MiB reserved\n");
         }
         if self.valid_samples > 0 {
             out += &format!(

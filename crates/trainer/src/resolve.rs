@@ -86,7 +86,8 @@ pub enum BatchSource {
     Config,
     /// `"auto"`, searched now.
     Searched(TuneReport),
-    /// `"auto"` in a resumed run: the run's first search, kept from its `config.toml`.
+    /// Kept from a resumed run's `config.toml`: its first `"auto"` search, or a micro-batch
+    /// reduced after a device fault.
     Saved,
 }
 
@@ -135,6 +136,13 @@ impl ResolvedRun {
         let t = &cfg.training;
         let saved_batch = saved.and_then(|s| Some((s.training.batch_size.fixed()?, s.training.accumulation_steps)));
         let (batch_size, accumulation_steps, batch_source) = match (t.batch_size, saved_batch) {
+            // A run that survived a device fault keeps its smaller micro-batch (same effective batch).
+            (BatchSize::Fixed(b), Some((sb, sk))) if sb < b && sb * sk == b * t.accumulation_steps => {
+                if show {
+                    println!("batch: micro-batch {sb} x {sk} accumulation, kept from the run (it was reduced after a device fault)");
+                }
+                (sb, sk, BatchSource::Saved)
+            }
             (BatchSize::Fixed(b), _) => (b, t.accumulation_steps, BatchSource::Config),
             (BatchSize::Auto, Some((b, accumulation))) => (b, accumulation, BatchSource::Saved),
             (BatchSize::Auto, None) => {
@@ -154,6 +162,16 @@ impl ResolvedRun {
             ..cfg
         };
         Ok(Self { config, compute, input, batch_size, accumulation_steps, batch_source })
+    }
+}
+
+impl ResolvedRun {
+    /// The same run with another micro-batch size and accumulation (after a device fault).
+    pub fn with_micro_batch(&self, batch_size: usize, accumulation_steps: usize) -> Self {
+        let mut config = self.config.clone();
+        config.training.batch_size = BatchSize::Fixed(batch_size);
+        config.training.accumulation_steps = accumulation_steps;
+        Self { config, batch_size, accumulation_steps, ..self.clone() }
     }
 }
 

@@ -77,7 +77,8 @@ fn diff_keys(a: &toml::Value, b: &toml::Value, prefix: &str, out: &mut Vec<Strin
 }
 
 /// Refuse to continue the run in `run_dir` (trained with `saved`) under `now` when what fixes
-/// the model's shapes or the data order changed. A `batch_size = "auto"` request accepts the
+/// the model's shapes or the data order changed. The micro-batch may change if the effective
+/// batch (`batch_size x accumulation_steps`) stays; a `batch_size = "auto"` request accepts the
 /// size the run resolved (resolution keeps it).
 pub fn check_resume_compatible(run_dir: &Path, saved: &ExperimentConfig, now: &ExperimentConfig) -> Result<()> {
     let to_value = |c: &ExperimentConfig| toml::Value::try_from(c).expect("configs serialize");
@@ -88,18 +89,27 @@ pub fn check_resume_compatible(run_dir: &Path, saved: &ExperimentConfig, now: &E
             diff_keys(x, y, section, &mut diffs);
         }
     }
-    let keeps_saved_batch = now.training.batch_size == BatchSize::Auto;
-    for key in ["batch_size", "accumulation_steps", "seed", "drop_last"] {
-        if keeps_saved_batch && (key == "batch_size" || key == "accumulation_steps") {
-            continue;
-        }
+    // The data order depends on the effective batch, not on how it is split into micro-batches
+    // (a run that survived a device fault continues with a smaller micro-batch).
+    let effective = |c: &ExperimentConfig| c.training.batch_size.fixed().map(|b| b * c.training.accumulation_steps);
+    if now.training.batch_size != BatchSize::Auto && effective(saved) != effective(now) {
+        diffs.push(format!(
+            "training.batch_size x training.accumulation_steps = {:?} x {} in the run, {:?} x {} now",
+            saved.training.batch_size,
+            saved.training.accumulation_steps,
+            now.training.batch_size,
+            now.training.accumulation_steps
+        ));
+    }
+    for key in ["seed", "drop_last"] {
         let (x, y) = (a["training"].get(key), b["training"].get(key));
         if x != y {
             diffs.push(format!("training.{key} = {:?} in the run, {:?} now", x, y));
         }
     }
-    // Only the data location may move.
-    diffs.retain(|d| !d.starts_with("data.path") && !d.starts_with("data.cache_dir") && !d.starts_with("data.workers"));
+    // Only the data location and how it is loaded may change.
+    let movable = ["data.path", "data.cache_dir", "data.workers", "data.device_prefetch"];
+    diffs.retain(|d| !movable.iter().any(|m| d.starts_with(m)));
     if diffs.is_empty() {
         Ok(())
     } else {

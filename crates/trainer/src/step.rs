@@ -34,6 +34,8 @@ pub struct StepFaults {
     pub nan_loss: bool,
     /// Multiply the first gradient tensor by infinity.
     pub inf_grad: bool,
+    /// Die of an out-of-memory panic after the first forward pass ([`crate::fault`]).
+    pub oom: bool,
 }
 
 /// Everything about one step that is not the model, the optimizer or the data.
@@ -54,6 +56,9 @@ pub struct StepSettings {
     pub dropout_seed: Option<(u64, u64)>,
     /// Injected faults.
     pub faults: StepFaults,
+    /// Read the device's memory pool after each forward pass (when activations are live) into
+    /// [`StepOutcome::memory`]; this waits for the device, so the loop does it on some steps.
+    pub sample_memory: bool,
 }
 
 impl StepSettings {
@@ -68,6 +73,7 @@ impl StepSettings {
             clip_grad_norm,
             dropout_seed: None,
             faults: StepFaults::default(),
+            sample_memory: false,
         }
     }
 }
@@ -85,6 +91,8 @@ pub struct StepOutcome {
     pub grad_norm: f64,
     /// Loss and gradients were finite, so the update was applied.
     pub applied: bool,
+    /// Peak pool figures after the forward passes (`sample_memory` on a GPU backend).
+    pub memory: Option<device::MemoryStats>,
 }
 
 /// Runs one optimizer step. `next_batch(k)` supplies micro-batch `k` on the device. Returns the
@@ -105,6 +113,7 @@ pub fn train_step(
     let mut corrects: Vec<Tensor<InnerBackend, 1, Int>> = Vec::with_capacity(k_total);
     let mut samples = 0u64;
     let mut compute: Option<ComputeModel<TrainBackend>> = None;
+    let mut memory: Option<device::MemoryStats> = None;
     for k in 0..k_total {
         let t0 = Instant::now();
         let batch = next_batch(k)?;
@@ -127,6 +136,12 @@ pub fn train_step(
         let factor = settings.loss_scale / k_total as f64;
         let loss = if factor != 1.0 { loss.mul_scalar(factor) } else { loss };
         let t2 = prof.mark(device, Phase::Forward, t1);
+        if settings.faults.oom {
+            crate::fault::raise_injected_oom(n);
+        }
+        if settings.sample_memory {
+            memory = peak(memory, device::memory_stats(device));
+        }
         let grads = GradientsParams::from_grads(loss.backward(), &model);
         if k_total == 1 {
             single = Some(grads);
@@ -170,7 +185,19 @@ pub fn train_step(
         model
     };
     prof.mark(device, Phase::Optimizer, t3);
-    Ok((model, StepOutcome { loss, correct, samples, grad_norm, applied }))
+    Ok((model, StepOutcome { loss, correct, samples, grad_norm, applied, memory }))
+}
+
+/// The larger in-use and reserved figures of two samples.
+pub fn peak(a: Option<device::MemoryStats>, b: Option<device::MemoryStats>) -> Option<device::MemoryStats> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(device::MemoryStats {
+            bytes_in_use: a.bytes_in_use.max(b.bytes_in_use),
+            bytes_reserved: a.bytes_reserved.max(b.bytes_reserved),
+            allocations: a.allocations.max(b.allocations),
+        }),
+        (a, b) => a.or(b),
+    }
 }
 
 /// The dropout seed of micro-batch `b` of step `a`.

@@ -5,6 +5,8 @@
 //! Dropout is re-seeded from (seed, step, micro-batch) and the data order and augmentation from
 //! (seed, epoch, position), so a resumed run continues bit for bit on the CPU.
 
+use std::cell::Cell;
+use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,7 +17,7 @@ use burn::prelude::Backend;
 use burn::tensor::FloatDType;
 use data::augment::Augmenter;
 use data::dataset::SignDataset;
-use data::loader::{epoch_batches, EpochLoader, ItemBatcher, LoaderConfig};
+use data::loader::{epoch_batches, DevicePrefetcher, EpochLoader, ItemBatcher, LoaderConfig, SignBatch};
 use data::preprocess::Preprocessor;
 use models::precision::{ComputeModel, Materialize};
 use models::SignModel;
@@ -23,6 +25,7 @@ use models::SignModel;
 use crate::amp::{LossScaler, ScaleChange};
 use crate::checkpoint::{self, BestRecord, EpochRecord, ModelSignature, TrainState};
 use crate::config::{ExperimentConfig, Metric, ProgressMode};
+use crate::fault::{self, DeviceFault};
 use crate::metrics::{MetricsWriter, Row};
 use crate::optim::Optim;
 use crate::profile::Profiler;
@@ -67,6 +70,10 @@ pub(crate) fn run_lock() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// Train one experiment end to end (or resume one). Runs in one process are serialized.
+///
+/// A step that dies of a device fault (out of memory, device lost: panics in Burn 0.21) is
+/// continued from the run's last checkpoint with half the micro-batch and twice the
+/// accumulation, up to `recovery.max_device_faults` times; other panics are bugs and propagate.
 pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
     let _turn = run_lock();
     let wall = Instant::now();
@@ -77,10 +84,73 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
     })?;
     let show = cfg.training.progress != ProgressMode::Off;
     let bars = Progress::kinds(cfg.training.progress).0;
-    let opened = crate::resume::open(&cfg, &opts)?;
-    let run = ResolvedRun::resolve(cfg, opened.saved.as_ref(), show, bars)?;
+    let mut opened = crate::resume::open(&cfg, &opts)?;
+    let mut run = ResolvedRun::resolve(cfg, opened.saved.as_ref(), show, bars)?;
     crate::export::write_run_files(&opened.run_dir, &run)?;
-    let mut trainer = Trainer::start(&run, opened, &opts, show)?;
+    let mut survived: Vec<DeviceFault> = Vec::new();
+    loop {
+        let run_dir = opened.run_dir.clone();
+        let at = Cell::new((0, 0));
+        let attempt = AssertUnwindSafe(|| train_once(&run, opened, &opts, show, &survived, &at, wall));
+        let payload = match std::panic::catch_unwind(attempt) {
+            Ok(result) => return result,
+            Err(payload) => payload,
+        };
+        let message = fault::panic_message(&*payload);
+        let Some(kind) = fault::classify(&message) else { std::panic::resume_unwind(payload) };
+        let message = message.lines().next().unwrap_or_default().to_string();
+        let (step, epoch) = at.get();
+        let (b, k) = (run.batch_size, run.accumulation_steps);
+        let limit = run.config.recovery.max_device_faults;
+        let stop = |advice: String| TrainError::DeviceFault {
+            run_dir: run_dir.clone(),
+            step,
+            kind,
+            message: message.clone(),
+            advice,
+        };
+        if b <= 1 {
+            return Err(stop(format!(
+                "It failed at micro-batch 1, so a smaller batch cannot help: use a device with more memory, a smaller model or shorter sequences (preprocess.max_frames); the checkpoints in {} are intact",
+                run_dir.display()
+            )));
+        }
+        if survived.len() >= limit {
+            return Err(stop(format!(
+                "recovery.max_device_faults = {limit} reached (micro-batch now {b}); the checkpoints are intact: lower training.batch_size and continue with --resume {}",
+                run_dir.display()
+            )));
+        }
+        device::empty_cache(run.compute.device());
+        run = run.with_micro_batch(b / 2, k * 2);
+        crate::export::write_run_files(&run_dir, &run)?;
+        let again = RunOptions { run_dir: Some(run_dir.clone()), resume: true, ..opts.clone() };
+        opened = crate::resume::open(&run.config, &again)?;
+        survived.push(DeviceFault {
+            step,
+            epoch: epoch + 1,
+            kind,
+            message,
+            micro_batch: [b, run.batch_size],
+            accumulation_steps: [k, run.accumulation_steps],
+            resumed_from_step: opened.latest.as_ref().map_or(0, |(s, _)| *s),
+        });
+        eprintln!("warning: {}", survived.last().map(DeviceFault::describe).unwrap_or_default());
+    }
+}
+
+/// One attempt at the run: start (or continue from the last checkpoint), train, finish.
+/// `at` follows the (step, epoch) in progress, for the report when a step dies of a panic.
+fn train_once(
+    run: &ResolvedRun,
+    opened: OpenedRun,
+    opts: &RunOptions,
+    show: bool,
+    survived: &[DeviceFault],
+    at: &Cell<(usize, usize)>,
+    wall: Instant,
+) -> Result<RunOutcome> {
+    let mut trainer = Trainer::start(run, opened, opts, show, survived, at)?;
     if trainer.train()? == Ended::Interrupted {
         return Ok(RunOutcome { run_dir: trainer.run_dir, summary: None });
     }
@@ -166,14 +236,17 @@ struct Tally {
     steps: usize,
     correct: u64,
     samples: u64,
+    /// Peak device memory of the sampled steps.
+    memory: Option<device::MemoryStats>,
 }
 
 impl Tally {
     fn new() -> Self {
-        Self { start: Instant::now(), loss: 0.0, steps: 0, correct: 0, samples: 0 }
+        Self { start: Instant::now(), loss: 0.0, steps: 0, correct: 0, samples: 0, memory: None }
     }
 
     fn add(&mut self, o: &StepOutcome) {
+        self.memory = crate::step::peak(self.memory, o.memory);
         if o.applied {
             self.loss += o.loss;
             self.steps += 1;
@@ -192,6 +265,22 @@ impl Tally {
 
     fn samples_per_s(&self) -> f64 {
         self.samples as f64 / self.start.elapsed().as_secs_f64().max(1e-9)
+    }
+}
+
+/// Where the step's batches come from: host batches uploaded when asked, or device-side
+/// prefetch (GPU backends, `data.device_prefetch`).
+enum Feed {
+    Host(EpochLoader),
+    Device(DevicePrefetcher<TrainBackend>),
+}
+
+impl Feed {
+    fn next(&mut self, device: &Device) -> Option<SignBatch<TrainBackend>> {
+        match self {
+            Self::Host(loader) => loader.next().map(|hb| hb.to_device::<TrainBackend>(device)),
+            Self::Device(prefetch) => prefetch.next(),
+        }
     }
 }
 
@@ -229,12 +318,23 @@ struct Trainer<'a> {
     epoch: Tally,
     last_grad_norm: f64,
     stopped_early: bool,
+    /// Device faults survived in this process (the injected ones fire once).
+    survived: &'a [DeviceFault],
+    /// The (step, epoch) in progress, read when a step dies of a panic.
+    at: &'a Cell<(usize, usize)>,
 }
 
 impl<'a> Trainer<'a> {
     /// Build the model and optimizer (restored from the last checkpoint when resuming) and open
     /// the run's outputs.
-    fn start(run: &'a ResolvedRun, opened: OpenedRun, opts: &RunOptions, show: bool) -> Result<Self> {
+    fn start(
+        run: &'a ResolvedRun,
+        opened: OpenedRun,
+        opts: &RunOptions,
+        show: bool,
+        survived: &'a [DeviceFault],
+        at: &'a Cell<(usize, usize)>,
+    ) -> Result<Self> {
         let cfg = &run.config;
         let t = &cfg.training;
         let device = run.compute.device();
@@ -294,8 +394,19 @@ impl<'a> Trainer<'a> {
                 (model, optim, TrainState::new(signature), None)
             }
         };
-        let metrics = MetricsWriter::open(&opened.run_dir, resumed_from.or(opts.resume.then_some(0)))?;
+        adopt_micro_batch(&mut state, run.batch_size, &opened.run_dir)?;
+        for f in survived {
+            if !state.device_faults.contains(f) {
+                state.device_faults.push(f.clone());
+            }
+        }
+        let recovering = survived.last();
+        let metrics =
+            MetricsWriter::open(&opened.run_dir, resumed_from.or((opts.resume || recovering.is_some()).then_some(0)))?;
         let mut report = Reporter { metrics, progress: Progress::new(t.progress, total_steps, state.step) };
+        if let Some(f) = recovering {
+            report.event(f.step, f.epoch, "device_fault", f.describe())?;
+        }
         if let Some(step) = resumed_from {
             report.event(step, state.epoch + 1, "resume", format!("pid {}", std::process::id()))?;
         }
@@ -340,6 +451,8 @@ impl<'a> Trainer<'a> {
             epoch: Tally::new(),
             last_grad_norm: 0.0,
             stopped_early: false,
+            survived,
+            at,
         })
     }
 
@@ -370,7 +483,7 @@ impl<'a> Trainer<'a> {
         let epoch = self.state.epoch;
         self.model.set_late_dropout(epoch >= run.config.training.late_dropout_epoch);
         let data = &run.input.data;
-        let mut loader = EpochLoader::start(
+        let loader = EpochLoader::start(
             data.dataset.clone(),
             self.batcher.clone(),
             &data.train,
@@ -378,6 +491,11 @@ impl<'a> Trainer<'a> {
             epoch,
             self.state.batch_in_epoch,
         );
+        let device = run.compute.device();
+        let mut loader = match run.config.data.device_prefetch && device::backend_name(device) != "cpu" {
+            true => Feed::Device(DevicePrefetcher::start(loader, device.clone())),
+            false => Feed::Host(loader),
+        };
         let usable = self.steps_per_epoch * run.accumulation_steps;
         if self.state.batch_in_epoch == 0 {
             self.epoch = Tally::new();
@@ -396,14 +514,16 @@ impl<'a> Trainer<'a> {
     }
 
     /// One optimizer step, then the loss-scale and recovery policies. Returns the outcome and the LR.
-    fn step(&mut self, loader: &mut EpochLoader) -> Result<(StepOutcome, f64)> {
+    fn step(&mut self, loader: &mut Feed) -> Result<(StepOutcome, f64)> {
         let run = self.run;
         let cfg = &run.config;
         let device = run.compute.device();
         let step = self.state.step;
         let epoch = self.state.epoch;
+        self.at.set((step, epoch));
         let lr = self.schedule.lr(step) * self.state.lr_scale;
         let scale = self.state.scaler.scale;
+        let gpu = device::memory_stats(device).is_some();
         let settings = StepSettings {
             compute: run.compute.precision.precision.float_dtype(),
             micro_batches: run.accumulation_steps,
@@ -414,18 +534,20 @@ impl<'a> Trainer<'a> {
             faults: StepFaults {
                 nan_loss: cfg.fault.nan_loss_steps.contains(&step),
                 inf_grad: cfg.fault.inf_grad_steps.contains(&step),
+                oom: fault::injected_oom(&cfg.fault, step, run.batch_size, self.survived),
             },
+            sample_memory: gpu && (step.is_multiple_of(cfg.training.log_every) || self.state.batch_in_epoch == 0),
         };
         let data_wait = &mut self.data_wait;
         let model = self.model.clone();
         let (model, outcome) =
             train_step(device, model, &mut self.optim, &self.loss_fn, &settings, &mut self.prof, |_| {
                 let t0 = Instant::now();
-                let hb = loader.next().ok_or_else(|| {
+                let batch = loader.next(device).ok_or_else(|| {
                     TrainError::Invalid(format!("the data loader ended early in epoch {}", epoch + 1))
                 })?;
                 *data_wait += t0.elapsed();
-                Ok(hb.to_device::<TrainBackend>(device))
+                Ok(batch)
             })?;
         self.model = model;
         self.state.batch_in_epoch += run.accumulation_steps;
@@ -500,7 +622,7 @@ impl<'a> Trainer<'a> {
             })?;
             self.window = Tally::new();
         }
-        if checkpoint::step_checkpoint_due(&run.config.checkpoint, step, epoch_ends) {
+        if checkpoint::step_checkpoint_due(&run.config.checkpoint, run.compute.device(), step, epoch_ends) {
             self.save_checkpoint()?;
         }
         Ok(())
@@ -565,6 +687,8 @@ impl<'a> Trainer<'a> {
             lr,
             samples_per_s: self.epoch.samples_per_s(),
             elapsed_s: self.elapsed_s(),
+            peak_mem_in_use_mib: self.epoch.memory.map(|m| m.bytes_in_use as f64 / 1048576.0),
+            peak_mem_reserved_mib: self.epoch.memory.map(|m| m.bytes_reserved as f64 / 1048576.0),
         };
         self.report.metrics.write(&Row::epoch(&record, self.state.samples, self.last_grad_norm, &self.state.scaler))?;
         let metric = if eval.is_none() { Metric::ValidLoss } else { t.early_stopping.metric };
@@ -639,6 +763,27 @@ impl<'a> Trainer<'a> {
         crate::export::write_summary(&self.run_dir, &summary)?;
         Ok(summary)
     }
+}
+
+/// Count `state.batch_in_epoch` in micro-batches of `micro_batch` (a run continued after a
+/// device fault has a smaller micro-batch than the checkpoint counted in).
+fn adopt_micro_batch(state: &mut TrainState, micro_batch: usize, run_dir: &std::path::Path) -> Result<()> {
+    let saved = state.micro_batch;
+    if saved != 0 && saved != micro_batch {
+        let consumed = state.batch_in_epoch * saved;
+        if !consumed.is_multiple_of(micro_batch) {
+            return Err(TrainError::Resume {
+                path: run_dir.into(),
+                message: format!(
+                    "the checkpoint is {} micro-batches of {saved} into its epoch, which is not a whole number of micro-batches of {micro_batch}",
+                    state.batch_in_epoch
+                ),
+            });
+        }
+        state.batch_in_epoch = consumed / micro_batch;
+    }
+    state.micro_batch = micro_batch;
+    Ok(())
 }
 
 /// The model and data lines printed when training starts.

@@ -10,7 +10,7 @@
 //!
 //! With `training.effective_batch_size`, `accumulation_steps` is set so the effective batch stays.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use burn::module::Module;
@@ -98,17 +98,85 @@ pub fn tune_batch(cfg: &ExperimentConfig) -> Result<TuneReport> {
 pub fn probe_batch(cfg: &ExperimentConfig, batch: usize) -> Result<f64> {
     let compute = ResolvedCompute::resolve(cfg)?;
     let input = ResolvedData::resolve(cfg, false)?;
-    time_steps(cfg, &compute, &input, batch, 2)
+    probe_steps(cfg, &compute, &input, batch)
 }
 
-/// The batch-size search for the resolved device: measured throughput on the CPU, child-process
-/// probes on GPUs.
+/// The probe's work: two timed steps at `batch` (an injected out-of-memory above
+/// `fault.oom_fits_micro_batch` first).
+fn probe_steps(cfg: &ExperimentConfig, compute: &ResolvedCompute, input: &ResolvedData, batch: usize) -> Result<f64> {
+    if cfg.fault.oom_fits_micro_batch.is_some_and(|fits| batch > fits) {
+        crate::fault::raise_injected_oom(batch);
+    }
+    time_steps(cfg, compute, input, batch, 2)
+}
+
+/// The batch-size search for the resolved device: measured throughput on the CPU, probes on
+/// GPUs (in child processes of the trainer binary when one is found, see [`probe_program`]).
 pub fn search(cfg: &ExperimentConfig, compute: &ResolvedCompute, input: &ResolvedData) -> Result<TuneReport> {
     if device::backend_name(compute.device()) == "cpu" {
-        tune_cpu(cfg, compute, input)
-    } else {
-        let exe = std::env::current_exe().map_err(|e| TrainError::io("current executable", e))?;
-        tune_gpu(cfg, &exe, compute, input.data.train.len())
+        return tune_cpu(cfg, compute, input);
+    }
+    match probe_program() {
+        Some(exe) => tune_gpu(cfg, &Prober::Child(exe), compute, input),
+        None => tune_gpu(cfg, &Prober::InProcess, compute, input),
+    }
+}
+
+/// The program whose hidden `__probe-batch` command runs GPU probes in a child process: this
+/// process when it is the `trainer` binary; else `SIGNFLOW_TRAINER_BIN`; else a `trainer`
+/// binary next to this executable or one directory up (test binaries live in
+/// `target/<profile>/deps`); else `trainer` on `PATH`. `None` when there is none, as for an
+/// application that embeds the trainer as a library without shipping the binary.
+pub fn probe_program() -> Option<PathBuf> {
+    let name = format!("trainer{}", std::env::consts::EXE_SUFFIX);
+    let exe = std::env::current_exe().ok();
+    if let Some(exe) = &exe {
+        if exe.file_name().is_some_and(|n| n == name.as_str()) {
+            return Some(exe.clone());
+        }
+    }
+    if let Some(p) = std::env::var_os("SIGNFLOW_TRAINER_BIN").map(PathBuf::from).filter(|p| p.is_file()) {
+        return Some(p);
+    }
+    let near = exe.iter().flat_map(|e| e.ancestors().skip(1).take(2).map(|d| d.join(&name)).collect::<Vec<_>>());
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).map(|d| d.join(&name)).collect::<Vec<_>>());
+    near.chain(on_path).find(|p| p.is_file())
+}
+
+/// How a GPU batch-size probe runs.
+#[derive(Debug, Clone)]
+pub enum Prober {
+    /// `exe __probe-batch` in a child process: an out-of-memory, even one that aborts the
+    /// runtime, only ends the child.
+    Child(PathBuf),
+    /// In this process, catching the out-of-memory panic; a fault that aborts the runtime would
+    /// end the process, so this is the fallback when no trainer binary is found.
+    InProcess,
+}
+
+/// One probe in a child process: (fits, ms per step, note).
+fn probe_child(exe: &Path, config: &Path, b: usize) -> (bool, Option<f64>, String) {
+    let out = std::process::Command::new(exe)
+        .arg("__probe-batch")
+        .arg("--config")
+        .arg(config)
+        .arg("--probe-batch")
+        .arg(b.to_string())
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {
+            let text = String::from_utf8_lossy(&o.stdout).to_string();
+            let ms = text.split_whitespace().nth(1).and_then(|v| v.parse::<f64>().ok());
+            (true, ms, String::new())
+        }
+        Ok(o) => {
+            let err = String::from_utf8_lossy(&o.stderr);
+            let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").to_string();
+            (false, None, format!("failed ({}): {}", o.status, last.chars().take(120).collect::<String>()))
+        }
+        Err(e) => (false, None, format!("could not start the probe {}: {e}", exe.display())),
     }
 }
 
@@ -210,38 +278,42 @@ pub fn tune_cpu(cfg: &ExperimentConfig, compute: &ResolvedCompute, input: &Resol
     })
 }
 
-/// Pick the batch size on a GPU by trying sizes in child processes of `exe`.
-pub fn tune_gpu(cfg: &ExperimentConfig, exe: &Path, compute: &ResolvedCompute, train_len: usize) -> Result<TuneReport> {
+/// Pick the batch size on a GPU: the largest size whose probe gets through, less a margin.
+pub fn tune_gpu(
+    cfg: &ExperimentConfig,
+    prober: &Prober,
+    compute: &ResolvedCompute,
+    input: &ResolvedData,
+) -> Result<TuneReport> {
     let device_name = &compute.device.selection.name;
     let dir = tempfile::tempdir().map_err(|e| TrainError::io(std::env::temp_dir(), e))?;
     let config = dir.path().join("probe.toml");
     bundle::atomic::write_atomic(&config, cfg.to_toml().as_bytes())?;
     let mut rows = Vec::new();
     let probe = |b: usize, rows: &mut Vec<TuneRow>| -> bool {
-        let out = std::process::Command::new(exe)
-            .arg("__probe-batch")
-            .arg("--config")
-            .arg(&config)
-            .arg("--probe-batch")
-            .arg(b.to_string())
-            .output();
-        let (fits, ms, note) = match out {
-            Ok(o) if o.status.success() => {
-                let text = String::from_utf8_lossy(&o.stdout).to_string();
-                let ms = text.split_whitespace().nth(1).and_then(|v| v.parse::<f64>().ok());
-                (true, ms, String::new())
+        let (fits, ms, note) = match prober {
+            Prober::Child(exe) => probe_child(exe, &config, b),
+            Prober::InProcess => {
+                let attempt =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| probe_steps(cfg, compute, input, b)));
+                match attempt {
+                    Ok(Ok(ms)) => (true, Some(ms), "in process".to_string()),
+                    Ok(Err(e)) => (false, None, format!("failed: {e}")),
+                    Err(payload) => {
+                        let msg = crate::fault::panic_message(&*payload);
+                        if crate::fault::classify(&msg).is_none() {
+                            std::panic::resume_unwind(payload);
+                        }
+                        device::empty_cache(compute.device());
+                        (false, None, format!("failed: {}", msg.lines().next().unwrap_or_default()))
+                    }
+                }
             }
-            Ok(o) => {
-                let err = String::from_utf8_lossy(&o.stderr);
-                let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").to_string();
-                (false, None, format!("failed ({}): {}", o.status, last.chars().take(120).collect::<String>()))
-            }
-            Err(e) => (false, None, format!("could not start the probe: {e}")),
         };
         rows.push(TuneRow { batch: b, fits, step_ms: ms, samples_per_s: ms.map(|m| b as f64 * 1e3 / m), note });
         fits
     };
-    let max = cfg.training.max_batch_size.min(train_len.max(1));
+    let max = cfg.training.max_batch_size.min(input.data.train.len().max(1));
     let (mut ok, mut fail) = (0usize, None);
     for b in candidates(max) {
         if probe(b, &mut rows) {

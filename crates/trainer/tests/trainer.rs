@@ -505,36 +505,114 @@ fn auto_batch_size_profile_and_tune_table() {
     assert!(p.render().contains("forward"));
 }
 
-/// Cache emptying with memory statistics needs a backend with a memory pool: WGPU on llvmpipe.
-#[test]
-fn empty_cache_interval_logs_memory_on_wgpu() {
-    let dev = device::probe();
+/// The built-in default config (conv-transformer) on a small synthetic set, on WGPU.
+fn wgpu_default(tmp: &Path, sets: &[&str]) -> Option<ExperimentConfig> {
+    let dev = device::probe_for(&device::DeviceSpec::Wgpu(None));
     if dev.wgpu.adapters.is_empty() {
         assert!(
             std::env::var("SIGNFLOW_REQUIRE_WGPU").is_err(),
             "SIGNFLOW_REQUIRE_WGPU is set but no WGPU adapter was found"
         );
         eprintln!("skipped: no WGPU adapter");
-        return;
+        return None;
     }
+    let mut b = ConfigBuilder::new();
+    for s in [
+        format!("data.synthetic_dir={}", tmp.join("synth").display()),
+        format!("data.cache_dir={}", tmp.join("cache").display()),
+        format!("training.out_dir={}", tmp.join("runs").display()),
+    ] {
+        b.add_set(&s).unwrap();
+    }
+    for s in [
+        "training.progress=off",
+        "device.device=\"wgpu\"",
+        "synthetic.classes=6",
+        "synthetic.signers=4",
+        "synthetic.repetitions=4",
+        "training.batch_size=8",
+        "training.log_every=1",
+    ]
+    .iter()
+    .chain(sets)
+    {
+        b.add_set(s).unwrap();
+    }
+    Some(b.build().unwrap())
+}
+
+/// Mean loss of the first and of the last `n` logged steps.
+fn first_and_last_loss(run_dir: &Path, n: usize) -> (f64, f64) {
+    let rows = trainer::metrics::read_rows(&run_dir.join("metrics.csv")).unwrap();
+    let losses: Vec<f64> = rows.iter().filter(|r| r.kind == "step").filter_map(|r| r.loss).collect();
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    (mean(&losses[..n]), mean(&losses[losses.len() - n..]))
+}
+
+/// The default conv-transformer trains on WGPU (llvmpipe in CI) in f32 with `precision = auto`
+/// (which says what it chose and why), survives an out-of-memory from its step checkpoint (every
+/// `checkpoint.gpu_every_steps` on a GPU), reports peak memory per epoch and empties the cache;
+/// then in f16 with loss scaling. The loss falls in both.
+#[test]
+fn default_model_trains_on_wgpu_in_f32_and_f16_with_memory_figures_and_oom_recovery() {
     let tmp = tempfile::tempdir().unwrap();
-    let cfg = smoke(
-        tmp.path(),
-        &[
-            "device.device=\"wgpu\"",
-            "device.allow_software_wgpu=true",
-            "training.max_steps=4",
-            "training.empty_cache_interval=2",
-        ],
-    );
+    let sets = [
+        "training.epochs=4",
+        "augment.enabled=false",
+        "schedule.warmup_epochs=0.25",
+        "training.precision=\"auto\"",
+        "checkpoint.gpu_every_steps=4",
+        "fault.oom_at_steps=[6]",
+        "training.empty_cache_interval=5",
+    ];
+    let Some(cfg) = wgpu_default(tmp.path(), &sets) else { return };
+    let t0 = Instant::now();
     let s = train_in(tmp.path(), "wgpu", cfg);
-    assert_eq!(s.steps, 4);
-    let rows = trainer::metrics::read_rows(&tmp.path().join("wgpu/metrics.csv")).unwrap();
-    let mem: Vec<_> = rows.iter().filter(|r| r.kind == "memory").collect();
-    assert_eq!(mem.iter().map(|r| r.step).collect::<Vec<_>>(), [2, 4]);
-    assert!(mem
-        .iter()
-        .all(|r| r.mem_reserved_mib.unwrap() > 0.0 && r.mem_in_use_mib.unwrap() <= r.mem_reserved_mib.unwrap()));
+    let run_dir = tmp.path().join("wgpu");
+    let (first, last) = first_and_last_loss(&run_dir, 4);
+    eprintln!(
+        "wgpu f32: {} steps in {:.0} s, loss {first:.3} -> {last:.3}, {:?}",
+        s.steps,
+        t0.elapsed().as_secs_f64(),
+        s.peak_memory_mib
+    );
+    assert_eq!(s.steps, 36);
+    assert!(last < first, "f32 loss did not fall: {first} -> {last}");
+    assert_eq!(s.precision, "f32");
+    assert!(
+        s.precision_reason.contains("auto") && s.precision_reason.contains("software adapter"),
+        "{}",
+        s.precision_reason
+    );
+    assert_eq!(s.device_faults.len(), 1);
+    assert_eq!((s.device_faults[0].step, s.device_faults[0].resumed_from_step), (6, 4));
+    assert_eq!((s.batch_size, s.accumulation_steps), (4, 2));
+    let rows = trainer::metrics::read_rows(&run_dir.join("metrics.csv")).unwrap();
+    let epochs: Vec<_> = rows.iter().filter(|r| r.kind == "epoch").collect();
+    assert_eq!(epochs.len(), 4);
+    for e in &epochs {
+        let (used, reserved) = (e.mem_in_use_mib.unwrap(), e.mem_reserved_mib.unwrap());
+        assert!(used > 0.0 && used <= reserved, "epoch {}: {used} / {reserved} MiB", e.epoch);
+    }
+    let [used, reserved] = s.peak_memory_mib.expect("peak memory on a GPU backend");
+    assert!(used > 0.0 && used <= reserved);
+    let mem: Vec<_> = rows.iter().filter(|r| r.kind == "memory").map(|r| r.step).collect();
+    assert_eq!(
+        mem,
+        [5, 10, 15, 20, 25, 30, 35],
+        "cache emptied every 5 steps (step 5 ran before the fault and again after)"
+    );
+    let ev = kinds(&events(&run_dir));
+    assert!(ev.contains(&"device_fault".to_string()), "{ev:?}");
+
+    let f16 =
+        ["training.epochs=3", "augment.enabled=false", "schedule.warmup_epochs=0.25", "training.precision=\"f16\""];
+    let s = train_in(tmp.path(), "wgpu-f16", wgpu_default(tmp.path(), &f16).unwrap());
+    let (first, last) = first_and_last_loss(&tmp.path().join("wgpu-f16"), 4);
+    eprintln!("wgpu f16: {} steps, loss {first:.3} -> {last:.3}, loss scale {:?}", s.steps, s.loss_scale);
+    assert_eq!(s.precision, "f16");
+    assert!(s.loss_scale.is_some_and(|v| v >= 1.0), "loss scaling active: {:?}", s.loss_scale);
+    assert!(last < first, "f16 loss did not fall: {first} -> {last}");
 }
 
 #[test]
@@ -726,6 +804,16 @@ fn config_reference_matches_the_code() {
             defaults.insert((k, Some(model.kind().to_string())), v);
         }
     }
+    // Optional keys (no value unless set) are documented with the default `unset`.
+    let mut every = ExperimentConfig::default();
+    every.fault.oom_fits_micro_batch = Some(0);
+    let mut set_keys = BTreeMap::new();
+    flatten("", &Value::try_from(every).unwrap(), &mut set_keys);
+    let optional: Vec<String> = set_keys
+        .into_keys()
+        .filter(|k| !k.starts_with("model.") && !defaults.contains_key(&(k.clone(), None)))
+        .collect();
+    assert_eq!(optional, ["fault.oom_fits_micro_batch"]);
     let mut built_in = BTreeMap::new();
     flatten("", &Value::Table(toml::from_str(DEFAULT_TOML).unwrap()), &mut built_in);
     let built_in_kind = built_in["model.kind"].as_str().unwrap().to_string();
@@ -746,7 +834,19 @@ fn config_reference_matches_the_code() {
             problems.push(format!("configs/default.toml sets `{key}`, which the config does not have"));
         }
     }
+    for key in &optional {
+        match docs.get(&(key.clone(), None)) {
+            Some((default, _, line)) if default != "unset" => {
+                problems.push(format!("line {line}: `{key}` has no default value; document it as unset"))
+            }
+            Some(_) => {}
+            None => problems.push(format!("`{key}` is not documented")),
+        }
+    }
     for ((key, kind), (default, built, line)) in &docs {
+        if kind.is_none() && optional.contains(key) {
+            continue;
+        }
         let Some(expected) = defaults.get(&(key.clone(), kind.clone())) else {
             problems.push(format!("line {line}: `{key}` is documented but is not a config key"));
             continue;
@@ -776,4 +876,110 @@ fn config_reference_matches_the_code() {
     }
     assert!(problems.is_empty(), "docs/CONFIG.md is out of date:\n{}", problems.join("\n"));
     assert!(docs.len() > 100, "the reference parser found only {} rows", docs.len());
+}
+
+/// A step that dies of a device out-of-memory (injected: Burn 0.21 raises it as a panic) is
+/// continued from the last checkpoint with half the micro-batch and twice the accumulation;
+/// the effective batch, the schedule and the data order stay, so the run learns like a clean one.
+#[test]
+fn out_of_memory_continues_from_the_checkpoint_with_half_the_micro_batch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clean = train_in(tmp.path(), "clean", learnable(tmp.path(), &[]));
+    let sets = ["checkpoint.every_steps=4", "fault.oom_at_steps=[5, 10]"];
+    let s = train_in(tmp.path(), "oom", learnable(tmp.path(), &sets));
+    assert_eq!(s.steps, clean.steps, "same schedule");
+    assert_eq!((s.batch_size, s.accumulation_steps, s.effective_batch_size), (2, 4, 8));
+    let f = &s.device_faults;
+    assert_eq!(f.len(), 2, "{f:?}");
+    assert_eq!((f[0].step, f[0].resumed_from_step, f[0].micro_batch, f[0].accumulation_steps), (5, 4, [8, 4], [1, 2]));
+    assert_eq!((f[1].step, f[1].resumed_from_step, f[1].micro_batch, f[1].accumulation_steps), (10, 8, [4, 2], [2, 4]));
+    assert_eq!(f[0].kind, trainer::fault::FaultKind::OutOfMemory);
+    let run_dir = tmp.path().join("oom");
+    let ev = events(&run_dir);
+    let faults: Vec<_> = ev.iter().filter(|e| e["kind"] == "device_fault").collect();
+    assert_eq!(faults.len(), 2, "{ev:?}");
+    assert_eq!(faults[0]["step"].as_u64(), Some(5));
+    assert!(faults[0]["detail"].as_str().unwrap().contains("micro-batch 8 -> 4"), "{faults:?}");
+    // The run's config now says 2 x 4; the original config still resumes it (and keeps 2 x 4).
+    let saved = trainer::resume::read_saved_config(&run_dir).unwrap();
+    assert_eq!((saved.training.batch_size.fixed(), saved.training.accumulation_steps), (Some(2), 4));
+    trainer::resume::check_resume_compatible(&run_dir, &saved, &learnable(tmp.path(), &sets)).unwrap();
+    // metrics.csv holds each step once (the rows after the checkpoint were rewritten).
+    let rows = trainer::metrics::read_rows(&run_dir.join("metrics.csv")).unwrap();
+    let steps: Vec<usize> = rows.iter().filter(|r| r.kind == "step").map(|r| r.step).collect();
+    assert!(steps.windows(2).all(|w| w[0] < w[1]), "{steps:?}");
+    let (a, b) = (clean.last.as_ref().unwrap(), s.last.as_ref().unwrap());
+    eprintln!(
+        "clean: valid top-1 {:.3} loss {:.4}; after 2 out-of-memory recoveries: top-1 {:.3} loss {:.4}",
+        a.valid_top1.unwrap(),
+        a.valid_loss.unwrap(),
+        b.valid_top1.unwrap(),
+        b.valid_loss.unwrap()
+    );
+    assert!((a.valid_top1.unwrap() - b.valid_top1.unwrap()).abs() <= 0.05);
+    assert!((a.valid_loss.unwrap() - b.valid_loss.unwrap()).abs() <= 0.05);
+}
+
+/// Out of memory at micro-batch 1, or more faults than `recovery.max_device_faults`: a clear
+/// error (exit code 3 from the CLI, no panic trace) and the run directory keeps its checkpoints.
+#[test]
+fn out_of_memory_that_cannot_be_recovered_is_a_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = smoke(
+        tmp.path(),
+        &[
+            "training.batch_size=2",
+            "checkpoint.every_steps=1",
+            "fault.oom_at_steps=[2]",
+            "fault.oom_fits_micro_batch=0",
+        ],
+    );
+    let config = write(tmp.path(), "oom.toml", &cfg.to_toml());
+    let run_dir = tmp.path().join("oom1");
+    let out = Command::new(env!("CARGO_BIN_EXE_trainer"))
+        .args(["--config", &config.display().to_string(), "--out", &run_dir.display().to_string()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("out of memory at step 2") && stderr.contains("micro-batch 1"), "{stderr}");
+    assert!(!stderr.contains("panicked") && !stderr.contains("backtrace"), "{stderr}");
+    assert!(stderr.contains("micro-batch 2 -> 1"), "the first fault was recovered: {stderr}");
+    assert_eq!(trainer::checkpoint::list(&run_dir).last().map(|c| c.0), Some(2), "checkpoints kept");
+    assert!(run_dir.join("config.toml").is_file() && !run_dir.join("summary.json").exists());
+
+    let cfg = smoke(tmp.path(), &["fault.oom_at_steps=[1]", "recovery.max_device_faults=0"]);
+    let err = run(cfg, RunOptions { run_dir: Some(tmp.path().join("limit")), ..Default::default() }).unwrap_err();
+    assert!(err.to_string().contains("recovery.max_device_faults = 0 reached"), "{err}");
+}
+
+/// The GPU batch-size search from a library caller (this test binary is not the trainer): it
+/// finds the trainer binary for its child-process probes, and picks a size below the point where
+/// the probes run out of memory (injected above micro-batch 6 on WGPU).
+#[test]
+fn gpu_batch_search_probes_in_child_processes_and_stays_below_the_failure_point() {
+    let dev = device::probe_for(&device::DeviceSpec::Wgpu(None));
+    if dev.wgpu.adapters.is_empty() {
+        assert!(std::env::var("SIGNFLOW_REQUIRE_WGPU").is_err(), "SIGNFLOW_REQUIRE_WGPU is set but no WGPU adapter");
+        return;
+    }
+    let exe = trainer::tune::probe_program().expect("the trainer binary next to the test binary");
+    assert_eq!(exe.file_stem().unwrap(), "trainer");
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = smoke(
+        tmp.path(),
+        &[
+            "device.device=\"wgpu\"",
+            "training.batch_size=\"auto\"",
+            "training.max_batch_size=8",
+            "fault.oom_fits_micro_batch=6",
+        ],
+    );
+    let r = trainer::tune::tune_batch(&cfg).unwrap();
+    eprintln!("{}", r.render());
+    let tried: Vec<(usize, bool)> = r.rows.iter().map(|row| (row.batch, row.fits)).collect();
+    assert_eq!(tried, [(4, true), (8, false), (6, true), (7, false)]);
+    assert!(r.rows[1].note.contains("out of memory"), "{:?}", r.rows[1]);
+    assert!(r.rows[0].step_ms.is_some_and(|ms| ms > 0.0), "child probes time real steps");
+    assert!(r.batch_size <= 6, "picked {} at or above the failure point 7", r.batch_size);
 }
