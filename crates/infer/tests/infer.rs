@@ -557,7 +557,9 @@ fn wgpu_predictions_equal_the_cpus_and_the_cli_runs_there() {
     let (code, stdout, stderr) =
         cli(&["bench", "--model", &model, "--device", "wgpu", "--batch", "1,4", "--runs", "5", "--json"]);
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(stdout.contains("wgpu") || stdout.contains("llvmpipe") || stdout.contains("Vulkan"), "{stdout}");
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(rows.iter().map(|r| r["batch"].as_u64().unwrap()).collect::<Vec<_>>(), [1, 4], "{stdout}");
+    assert!(rows.iter().all(|r| r["p50_ms"].as_f64().is_some_and(|ms| ms > 0.0)), "{stdout}");
     let pre = data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap();
     let prepared = trainer::resolve::prepare_data(&t.cfg, &pre, false).unwrap();
     let clip = prepared.dataset.items[prepared.valid[0]].path.display().to_string();

@@ -983,3 +983,22 @@ fn gpu_batch_search_probes_in_child_processes_and_stays_below_the_failure_point(
     assert!(r.rows[0].step_ms.is_some_and(|ms| ms > 0.0), "child probes time real steps");
     assert!(r.batch_size <= 6, "picked {} at or above the failure point 7", r.batch_size);
 }
+
+/// `--device wgpu` where no adapter exists (the Vulkan loader pointed at no driver): a clear
+/// error and exit code, no panic trace, no run directory.
+#[test]
+fn wgpu_without_an_adapter_is_a_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = write(tmp.path(), "exp.toml", &smoke(tmp.path(), &[]).to_toml());
+    let run_dir = tmp.path().join("no-gpu");
+    let out = Command::new(env!("CARGO_BIN_EXE_trainer"))
+        .args(["--config", &config.display().to_string(), "--device", "wgpu", "--out", &run_dir.display().to_string()])
+        .env("VK_ICD_FILENAMES", tmp.path().join("no-such-driver.json"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("device `wgpu` is not available"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!run_dir.exists());
+}
