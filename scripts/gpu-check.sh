@@ -20,6 +20,15 @@ run() {
   echo "(exit $rc)" | tee -a "$OUT/log.txt"
   return "$rc"
 }
+# Like run, but stdout goes to file $1 (the command line and stderr go to the log).
+capture() {
+  local file=$1; shift
+  echo "\$ $* > $file" | tee -a "$OUT/log.txt"
+  "$@" > "$file" 2>> "$OUT/log.txt"
+  local rc=$?
+  echo "(exit $rc)" | tee -a "$OUT/log.txt"
+  return "$rc"
+}
 result() { echo "| $1 | $2 | $3 |" >> "$REPORT"; }
 
 {
@@ -48,12 +57,13 @@ mkdir -p "$work"
 common=(--set "data.synthetic_dir=\"$work/synth\"" --set "data.cache_dir=\"$work/cache\""
         --set synthetic.classes=6 --set synthetic.signers=4 --set synthetic.repetitions=4
         --set training.batch_size=8 --set training.log_every=1 --set "training.max_steps=$STEPS"
-        --set training.epochs=2 --set training.progress=\"log\")
+        --set training.epochs=2 --set training.progress=\"plain\")
 
 for b in "${backends[@]}"; do
   size=1024; [ "$b" = cuda ] && size=4096
-  if run "$BIN/device" check --device "$b" --size "$size" --json > "$OUT/check-$b.json"; then
-    result "matmul vs CPU, memory before/after empty_cache" "$b" "ok: $(tr -d '\n ' < "$OUT/check-$b.json" | head -c 300)"
+  if capture "$OUT/check-$b.json" "$BIN/device" check --device "$b" --size "$size" --json; then
+    result "matmul vs CPU, memory before/after empty_cache" "$b" \
+      "ok: $(python3 -c "import json;d=json.load(open('$OUT/check-$b.json'));m=d['memory'];print('max abs error',d['matmul']['max_abs_error'],'; memory',json.dumps(m).replace('|','/'))" 2>/dev/null || echo "see check-$b.json")"
   else
     result "matmul check" "$b" "FAILED"
   fi
@@ -64,7 +74,7 @@ for b in "${backends[@]}"; do
         --set 'fault.oom_at_steps=[5]' --set checkpoint.gpu_every_steps=4; then
       s="$dir/summary.json"
       result "train $STEPS steps (injected OOM at step 5)" "$b $p" \
-        "ok: $(python3 -c "import json;d=json.load(open('$s'));print('precision',d['precision'],'|',d['precision_reason'],'| loss',round(d['last']['train_loss'],3),'| faults',len(d['device_faults']),'| micro-batch',d['batch_size'],'x',d['accumulation_steps'],'| peak MiB',d['peak_memory_mib'],'|',round(d['samples_per_s']),'samples/s')" 2>/dev/null || echo see $s)"
+        "ok: $(python3 -c "import json;d=json.load(open('$s'));print('precision',d['precision'],'(',d['precision_reason'],'); train loss',round(d['last']['train_loss'],3),'; device faults survived',len(d['device_faults']),'; micro-batch',d['batch_size'],'x',d['accumulation_steps'],'; peak MiB in use / reserved',[round(v,1) for v in d['peak_memory_mib']],';',round(d['samples_per_s']),'samples/s')" 2>/dev/null || echo see $s)"
     else
       result "train $STEPS steps" "$b $p" "FAILED (exit $?)"
     fi
@@ -72,10 +82,18 @@ for b in "${backends[@]}"; do
   model="$work/train-$b-f32"
   if [ -f "$model/model/model.json" ]; then
     clip=$(find "$work/synth" -name '*.parquet' | head -1)
-    run "$BIN/infer" predict --model "$model" --device "$b" --input "$clip" --json > "$OUT/predict-$b.json" \
-      && run "$BIN/infer" predict --model "$model" --device cpu --input "$clip" --json > "$OUT/predict-cpu.json" \
-      && result "infer predict (same input on the CPU: predict-cpu.json)" "$b" "ok: $(head -c 200 "$OUT/predict-$b.json")" \
-      || result "infer predict" "$b" "FAILED"
+    if capture "$OUT/predict-$b.json" "$BIN/infer" predict --model "$model" --device "$b" --input "$clip" --json \
+      && capture "$OUT/predict-cpu.json" "$BIN/infer" predict --model "$model" --device cpu --input "$clip" --json; then
+      result "infer predict, compared with the CPU" "$b" "$(python3 -c "
+import json
+g, c = (json.loads(open(f).readline()) for f in ('$OUT/predict-$b.json', '$OUT/predict-cpu.json'))
+top = lambda d: d['top'][0]
+dp = max(abs(a['probability'] - b['probability']) for a, b in zip(g['top'], c['top']))
+print('ok: top-1', top(g)['label'], 'same as the CPU' if top(g)['index'] == top(c)['index'] else 'DIFFERS from the CPU', '; max abs dp', '%.1e' % dp)
+" 2>/dev/null || echo "ok (predict-$b.json, predict-cpu.json)")"
+    else
+      result "infer predict" "$b" "FAILED"
+    fi
     run "$BIN/infer" bench --model "$model" --device "$b" --batch 1,8 --runs 10 \
       && result "infer bench" "$b" "ok (log.txt)" || result "infer bench" "$b" "FAILED"
     run "$BIN/infer" stream --model "$model" --device "$b" --input "$clip" \

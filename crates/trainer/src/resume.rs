@@ -21,7 +21,8 @@ pub struct OpenedRun {
     pub latest: Option<(usize, PathBuf)>,
 }
 
-/// Open (and create) the run directory `opts` and `cfg` name.
+/// Open the run directory `opts` and `cfg` name (a new one is created by [`create`] once the
+/// run has resolved, so a run that cannot start leaves no directory behind).
 pub fn open(cfg: &ExperimentConfig, opts: &RunOptions) -> Result<OpenedRun> {
     let run_dir = match (&opts.run_dir, opts.resume) {
         (Some(d), _) => d.clone(),
@@ -42,8 +43,12 @@ pub fn open(cfg: &ExperimentConfig, opts: &RunOptions) -> Result<OpenedRun> {
         }
         (None, None)
     };
-    std::fs::create_dir_all(&run_dir).map_err(|e| TrainError::io(&run_dir, e))?;
     Ok(OpenedRun { run_dir, saved, latest })
+}
+
+/// Create the run directory.
+pub fn create(opened: &OpenedRun) -> Result<()> {
+    std::fs::create_dir_all(&opened.run_dir).map_err(|e| TrainError::io(&opened.run_dir, e))
 }
 
 /// The resolved config a run directory was trained with.

@@ -86,6 +86,7 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
     let bars = Progress::kinds(cfg.training.progress).0;
     let mut opened = crate::resume::open(&cfg, &opts)?;
     let mut run = ResolvedRun::resolve(cfg, opened.saved.as_ref(), show, bars)?;
+    crate::resume::create(&opened)?;
     crate::export::write_run_files(&opened.run_dir, &run)?;
     let mut survived: Vec<DeviceFault> = Vec::new();
     loop {
