@@ -307,7 +307,8 @@ struct Trainer<'a> {
     loss_fn: CrossEntropyLoss<TrainBackend>,
     loader_cfg: LoaderConfig,
     batcher: ItemBatcher,
-    steps_per_epoch: usize,
+    /// Micro-batches the epoch's steps consume.
+    micro_batches_per_epoch: usize,
     total_steps: usize,
     report: Reporter,
     recovery: Recovery,
@@ -351,7 +352,10 @@ impl<'a> Trainer<'a> {
         };
         let accum = run.accumulation_steps;
         let batches_per_epoch = epoch_batches(&data.train, &loader_cfg, 0).len();
-        let steps_per_epoch = batches_per_epoch / accum;
+        // Without drop_last the epoch's last step takes the micro-batches that are left (fewer
+        // than `accum`), so every sequence is seen and a step covers the same sequences whatever
+        // the micro-batch (a run continued with half the micro-batch keeps its schedule).
+        let steps_per_epoch = if t.drop_last { batches_per_epoch / accum } else { batches_per_epoch.div_ceil(accum) };
         if steps_per_epoch == 0 {
             return Err(TrainError::Invalid(format!(
                 "the training split has {} sequences ({} batches of {}), fewer than one optimizer step needs (accumulation_steps = {accum}); lower training.batch_size or training.accumulation_steps",
@@ -442,7 +446,7 @@ impl<'a> Trainer<'a> {
             resumed_from,
             loader_cfg,
             batcher,
-            steps_per_epoch,
+            micro_batches_per_epoch: (steps_per_epoch * accum).min(batches_per_epoch),
             total_steps,
             report,
             monitor,
@@ -497,7 +501,7 @@ impl<'a> Trainer<'a> {
             true => Feed::Device(DevicePrefetcher::start(loader, device.clone())),
             false => Feed::Host(loader),
         };
-        let usable = self.steps_per_epoch * run.accumulation_steps;
+        let usable = self.micro_batches_per_epoch;
         if self.state.batch_in_epoch == 0 {
             self.epoch = Tally::new();
         }
@@ -522,12 +526,14 @@ impl<'a> Trainer<'a> {
         let step = self.state.step;
         let epoch = self.state.epoch;
         self.at.set((step, epoch));
+        let left = self.micro_batches_per_epoch.saturating_sub(self.state.batch_in_epoch);
+        let micro_batches = run.accumulation_steps.min(left).max(1);
         let lr = self.schedule.lr(step) * self.state.lr_scale;
         let scale = self.state.scaler.scale;
         let gpu = device::memory_stats(device).is_some();
         let settings = StepSettings {
             compute: run.compute.precision.precision.float_dtype(),
-            micro_batches: run.accumulation_steps,
+            micro_batches,
             loss_scale: scale,
             lr,
             clip_grad_norm: cfg.optimizer.clip_grad_norm,
@@ -551,7 +557,7 @@ impl<'a> Trainer<'a> {
                 Ok(batch)
             })?;
         self.model = model;
-        self.state.batch_in_epoch += run.accumulation_steps;
+        self.state.batch_in_epoch += micro_batches;
         match self.state.scaler.update(outcome.applied, &cfg.amp) {
             ScaleChange::Grew(to) => {
                 self.report.event(step, epoch + 1, "loss_scale_growth", format!("loss scale {scale} -> {to}"))?

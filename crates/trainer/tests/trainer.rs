@@ -918,6 +918,22 @@ fn out_of_memory_continues_from_the_checkpoint_with_half_the_micro_batch() {
     );
     assert!((a.valid_top1.unwrap() - b.valid_top1.unwrap()).abs() <= 0.05);
     assert!((a.valid_loss.unwrap() - b.valid_loss.unwrap()).abs() <= 0.05);
+
+    // Without drop_last, a partial last batch of at most half a micro-batch (48 = 20 + 20 + 8):
+    // halved, the epoch's last step takes the one micro-batch left, so the schedule (steps per
+    // epoch) and each step's sequences stay.
+    let n = clean.train_samples;
+    let b = (10..40).step_by(2).find(|b| n % b != 0 && n % b <= b / 2).unwrap();
+    let batch = format!("training.batch_size={b}");
+    let clean_b = train_in(tmp.path(), "clean-b", learnable(tmp.path(), &[&batch, "training.drop_last=false"]));
+    assert_eq!(clean_b.steps, 12 * n.div_ceil(b), "the partial batch is a step of its own");
+    let sets = [batch.as_str(), "training.drop_last=false", "checkpoint.every_steps=2", "fault.oom_at_steps=[3]"];
+    let s_b = train_in(tmp.path(), "oom-b", learnable(tmp.path(), &sets));
+    assert_eq!(s_b.device_faults.len(), 1);
+    assert_eq!((s_b.batch_size, s_b.accumulation_steps), (b / 2, 2));
+    assert_eq!(s_b.steps, clean_b.steps, "{n} sequences in batches of {b}: same number of steps after halving");
+    let (a, b) = (clean_b.last.as_ref().unwrap(), s_b.last.as_ref().unwrap());
+    assert!((a.valid_top1.unwrap() - b.valid_top1.unwrap()).abs() <= 0.05);
 }
 
 /// Out of memory at micro-batch 1, or more faults than `recovery.max_device_faults`: a clear
