@@ -318,6 +318,11 @@ fn causal_dwconv_kernel_matches_burn_conv1d_forward_and_backward() {
     }
 }
 
+/// `n` fixed values spread over `center +- width` (a hash of the index and `salt`).
+fn spread(n: usize, center: f32, width: f32, salt: usize) -> Vec<f32> {
+    (0..n).map(|i| center + width * (((i * 7919 + salt * 104729) % 1009) as f32 / 504.5 - 1.0)).collect()
+}
+
 #[test]
 fn channel_norm_kernel_matches_burn_batch_norm_and_updates_running_stats_the_same() {
     use burn::nn::BatchNormConfig;
@@ -325,8 +330,9 @@ fn channel_norm_kernel_matches_burn_batch_norm_and_updates_running_stats_the_sam
     for [b, t, c] in [[1, 1, 3], [2, 5, 7], [64, 64, 384]] {
         let ours = ChannelNorm::<AD>::new(c, 0.05, &dev());
         // Non-trivial affine parameters, the same in both.
-        let gamma = Tensor::<AD, 1>::random([c], Distribution::Uniform(0.5, 1.5), &dev());
-        let beta = Tensor::<AD, 1>::random([c], Distribution::Normal(0.0, 1.0), &dev());
+        // Fixed values, so the figures do not depend on the test order (the RNG is global).
+        let gamma = Tensor::<AD, 1>::from_data(TensorData::new(spread(c, 1.0, 0.5, 1), [c]), &dev());
+        let beta = Tensor::<AD, 1>::from_data(TensorData::new(spread(c, 0.0, 1.0, 2), [c]), &dev());
         let ours = ChannelNorm {
             bn: burn::nn::BatchNorm {
                 gamma: burn::module::Param::from_tensor(gamma.clone()),
@@ -340,14 +346,18 @@ fn channel_norm_kernel_matches_burn_batch_norm_and_updates_running_stats_the_sam
             beta: burn::module::Param::from_tensor(beta),
             ..theirs
         };
-        let x = Tensor::<AD, 3>::random([b, t, c], Distribution::Normal(3.0, 2.0), &dev()).require_grad();
+        let x = Tensor::<AD, 3>::from_data(TensorData::new(spread(b * t * c, 3.0, 2.0, 3), [b, t, c]), &dev())
+            .require_grad();
         let y1 = ours.forward(x.clone());
         let g1 = probe(y1.clone(), [b, t, c]).backward();
         let x2 = x.clone().detach().require_grad();
         let y2 = theirs.forward(x2.clone().reshape([b * t, c])).reshape([b, t, c]);
         let g2 = probe(y2.clone(), [b, t, c]).backward();
         let name = format!("norm b{b} t{t} c{c}");
-        close(&format!("{name} forward"), &ad_values(y1), &ad_values(y2), 1e-4);
+        // One row: zero variance, so the output is beta and any rounding in the mean is
+        // multiplied by 1/sqrt(eps) = 316 (one ulp of x ~ 5e-7 -> ~2e-4).
+        let tol = if b * t == 1 { 1e-3 } else { 1e-4 };
+        close(&format!("{name} forward"), &ad_values(y1), &ad_values(y2), tol);
         close(&format!("{name} dx"), &grad_values(&x, &g1), &grad_values(&x2, &g2), 1e-4);
         close(
             &format!("{name} dgamma"),
@@ -607,7 +617,6 @@ fn cpu_and_wgpu_give_the_same_logits_and_gradients_for_every_model() {
     let f16_on_gpu = selected.selection.capabilities.supports(device::Precision::F16);
     for cfg in parity_configs() {
         let kind = cfg.kind();
-        <AD as burn::prelude::Backend>::seed(&cpu, 7);
         let model: SignModel<AD> = cfg.init::<AD>(f, 7, &cpu).map(&mut models::precision::Materialize);
         let (cpu_logits, cpu_grads) = logits_and_grads(&model, &cpu, FloatDType::F32, &x, &lengths, &labels);
         let (gpu_logits, gpu_grads) = logits_and_grads(&model, &gpu, FloatDType::F32, &x, &lengths, &labels);
