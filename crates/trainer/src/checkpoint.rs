@@ -156,15 +156,10 @@ impl TrainState {
     }
 }
 
-/// Whether a step checkpoint is due after optimizer step `step` on `device` (epoch ends always
-/// checkpoint, so a step that ends an epoch is left to them).
-pub fn step_checkpoint_due(
-    cfg: &CheckpointConfig,
-    device: &device::DispatchDevice,
-    step: usize,
-    epoch_ends: bool,
-) -> bool {
-    let every = cfg.interval_on(device);
+/// Whether a step checkpoint is due after optimizer step `step`, on a GPU backend or not (epoch
+/// ends always checkpoint, so a step that ends an epoch is left to them).
+pub fn step_checkpoint_due(cfg: &CheckpointConfig, on_gpu: bool, step: usize, epoch_ends: bool) -> bool {
+    let every = cfg.interval(on_gpu);
     every > 0 && step.is_multiple_of(every) && !epoch_ends
 }
 

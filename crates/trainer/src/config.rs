@@ -490,10 +490,10 @@ impl Default for CheckpointConfig {
 }
 
 impl CheckpointConfig {
-    /// The step-checkpoint interval on `device` (0 = only at epoch end).
-    pub fn interval_on(&self, device: &device::DispatchDevice) -> usize {
-        match (self.every_steps, device::backend_name(device)) {
-            (0, "cuda" | "wgpu") => self.gpu_every_steps,
+    /// The step-checkpoint interval, on a GPU backend or not (0 = only at epoch end).
+    pub fn interval(&self, on_gpu: bool) -> usize {
+        match (self.every_steps, on_gpu) {
+            (0, true) => self.gpu_every_steps,
             (n, _) => n,
         }
     }

@@ -37,6 +37,11 @@ impl ResolvedCompute {
     pub fn device(&self) -> &device::DispatchDevice {
         &self.device.device
     }
+
+    /// Whether the device is a GPU backend (CUDA or WGPU): asynchronous, with a memory pool.
+    pub fn on_gpu(&self) -> bool {
+        device::backend_name(self.device()) != "cpu"
+    }
 }
 
 /// Loaded data split by group.

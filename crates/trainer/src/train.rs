@@ -497,7 +497,7 @@ impl<'a> Trainer<'a> {
             self.state.batch_in_epoch,
         );
         let device = run.compute.device();
-        let mut loader = match run.config.data.device_prefetch && device::backend_name(device) != "cpu" {
+        let mut loader = match run.config.data.device_prefetch && run.compute.on_gpu() {
             true => Feed::Device(DevicePrefetcher::start(loader, device.clone())),
             false => Feed::Host(loader),
         };
@@ -530,7 +530,6 @@ impl<'a> Trainer<'a> {
         let micro_batches = run.accumulation_steps.min(left).max(1);
         let lr = self.schedule.lr(step) * self.state.lr_scale;
         let scale = self.state.scaler.scale;
-        let gpu = device::memory_stats(device).is_some();
         let settings = StepSettings {
             compute: run.compute.precision.precision.float_dtype(),
             micro_batches,
@@ -543,7 +542,8 @@ impl<'a> Trainer<'a> {
                 inf_grad: cfg.fault.inf_grad_steps.contains(&step),
                 oom: fault::injected_oom(&cfg.fault, step, run.batch_size, self.survived),
             },
-            sample_memory: gpu && (step.is_multiple_of(cfg.training.log_every) || self.state.batch_in_epoch == 0),
+            sample_memory: run.compute.on_gpu()
+                && (step.is_multiple_of(cfg.training.log_every) || self.state.batch_in_epoch == 0),
         };
         let data_wait = &mut self.data_wait;
         let model = self.model.clone();
@@ -629,7 +629,7 @@ impl<'a> Trainer<'a> {
             })?;
             self.window = Tally::new();
         }
-        if checkpoint::step_checkpoint_due(&run.config.checkpoint, run.compute.device(), step, epoch_ends) {
+        if checkpoint::step_checkpoint_due(&run.config.checkpoint, run.compute.on_gpu(), step, epoch_ends) {
             self.save_checkpoint()?;
         }
         Ok(())

@@ -113,7 +113,7 @@ fn probe_steps(cfg: &ExperimentConfig, compute: &ResolvedCompute, input: &Resolv
 /// The batch-size search for the resolved device: measured throughput on the CPU, probes on
 /// GPUs (in child processes of the trainer binary when one is found, see [`probe_program`]).
 pub fn search(cfg: &ExperimentConfig, compute: &ResolvedCompute, input: &ResolvedData) -> Result<TuneReport> {
-    if device::backend_name(compute.device()) == "cpu" {
+    if !compute.on_gpu() {
         return tune_cpu(cfg, compute, input);
     }
     match probe_program() {

@@ -505,8 +505,9 @@ fn auto_batch_size_profile_and_tune_table() {
     assert!(p.render().contains("forward"));
 }
 
-/// The built-in default config (conv-transformer) on a small synthetic set, on WGPU.
-fn wgpu_default(tmp: &Path, sets: &[&str]) -> Option<ExperimentConfig> {
+/// Whether a WGPU adapter exists; without one a WGPU test skips, except in CI, which sets
+/// SIGNFLOW_REQUIRE_WGPU=1 and so fails.
+fn wgpu_available() -> bool {
     let dev = device::probe_for(&device::DeviceSpec::Wgpu(None));
     if dev.wgpu.adapters.is_empty() {
         assert!(
@@ -514,6 +515,14 @@ fn wgpu_default(tmp: &Path, sets: &[&str]) -> Option<ExperimentConfig> {
             "SIGNFLOW_REQUIRE_WGPU is set but no WGPU adapter was found"
         );
         eprintln!("skipped: no WGPU adapter");
+        return false;
+    }
+    true
+}
+
+/// The built-in default config (conv-transformer) on a small synthetic set, on WGPU.
+fn wgpu_default(tmp: &Path, sets: &[&str]) -> Option<ExperimentConfig> {
+    if !wgpu_available() {
         return None;
     }
     let mut b = ConfigBuilder::new();
@@ -974,9 +983,7 @@ fn out_of_memory_that_cannot_be_recovered_is_a_clear_error() {
 /// the probes run out of memory (injected above micro-batch 6 on WGPU).
 #[test]
 fn gpu_batch_search_probes_in_child_processes_and_stays_below_the_failure_point() {
-    let dev = device::probe_for(&device::DeviceSpec::Wgpu(None));
-    if dev.wgpu.adapters.is_empty() {
-        assert!(std::env::var("SIGNFLOW_REQUIRE_WGPU").is_err(), "SIGNFLOW_REQUIRE_WGPU is set but no WGPU adapter");
+    if !wgpu_available() {
         return;
     }
     let exe = trainer::tune::probe_program().expect("the trainer binary next to the test binary");
