@@ -77,6 +77,14 @@ pub fn panic_message(payload: &(dyn Any + Send)) -> String {
     }
 }
 
+/// A caught panic that is a device fault: its kind and the first line of its message (`None`
+/// for any other panic, which is a bug and should propagate).
+pub fn device_fault(payload: &(dyn Any + Send)) -> Option<(FaultKind, String)> {
+    let message = panic_message(payload);
+    let kind = classify(&message)?;
+    Some((kind, message.lines().next().unwrap_or_default().to_string()))
+}
+
 /// Whether a panic message is a device failure, and which. Matches the wording of cubecl's
 /// `OutOfMemory`/`BufferTooBig` errors, CUDA's `CUDA_ERROR_OUT_OF_MEMORY`, wgpu's out-of-memory
 /// and device-lost errors. Anything else (a bug) is not a device fault and is not retried.

@@ -97,9 +97,7 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
             Ok(result) => return result,
             Err(payload) => payload,
         };
-        let message = fault::panic_message(&*payload);
-        let Some(kind) = fault::classify(&message) else { std::panic::resume_unwind(payload) };
-        let message = message.lines().next().unwrap_or_default().to_string();
+        let Some((kind, message)) = fault::device_fault(&*payload) else { std::panic::resume_unwind(payload) };
         let (step, epoch) = at.get();
         let (b, k) = (run.batch_size, run.accumulation_steps);
         let limit = run.config.recovery.max_device_faults;

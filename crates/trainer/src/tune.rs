@@ -156,6 +156,24 @@ pub enum Prober {
     InProcess,
 }
 
+/// One probe in this process, a device fault caught: (fits, ms per step, note).
+fn probe_in_process(
+    cfg: &ExperimentConfig,
+    compute: &ResolvedCompute,
+    input: &ResolvedData,
+    b: usize,
+) -> (bool, Option<f64>, String) {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| probe_steps(cfg, compute, input, b))) {
+        Ok(Ok(ms)) => (true, Some(ms), "in process".to_string()),
+        Ok(Err(e)) => (false, None, format!("failed: {e}")),
+        Err(payload) => {
+            let Some((_, message)) = crate::fault::device_fault(&*payload) else { std::panic::resume_unwind(payload) };
+            device::empty_cache(compute.device());
+            (false, None, format!("failed: {message}"))
+        }
+    }
+}
+
 /// One probe in a child process: (fits, ms per step, note).
 fn probe_child(exe: &Path, config: &Path, b: usize) -> (bool, Option<f64>, String) {
     let out = std::process::Command::new(exe)
@@ -293,22 +311,7 @@ pub fn tune_gpu(
     let probe = |b: usize, rows: &mut Vec<TuneRow>| -> bool {
         let (fits, ms, note) = match prober {
             Prober::Child(exe) => probe_child(exe, &config, b),
-            Prober::InProcess => {
-                let attempt =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| probe_steps(cfg, compute, input, b)));
-                match attempt {
-                    Ok(Ok(ms)) => (true, Some(ms), "in process".to_string()),
-                    Ok(Err(e)) => (false, None, format!("failed: {e}")),
-                    Err(payload) => {
-                        let msg = crate::fault::panic_message(&*payload);
-                        if crate::fault::classify(&msg).is_none() {
-                            std::panic::resume_unwind(payload);
-                        }
-                        device::empty_cache(compute.device());
-                        (false, None, format!("failed: {}", msg.lines().next().unwrap_or_default()))
-                    }
-                }
-            }
+            Prober::InProcess => probe_in_process(cfg, compute, input, b),
         };
         rows.push(TuneRow { batch: b, fits, step_ms: ms, samples_per_s: ms.map(|m| b as f64 * 1e3 / m), note });
         fits
