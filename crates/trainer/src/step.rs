@@ -15,7 +15,7 @@ use burn::module::{Module, ModuleVisitor, Param};
 use burn::nn::loss::CrossEntropyLoss;
 use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::prelude::Backend;
-use burn::tensor::{FloatDType, Int, Tensor, Transaction};
+use burn::tensor::{FloatDType, Tensor, Transaction};
 use data::index::{fnv1a, FNV_OFFSET};
 use data::loader::SignBatch;
 use models::precision::ComputeModel;
@@ -95,6 +95,27 @@ pub struct StepOutcome {
     pub memory: Option<device::MemoryStats>,
 }
 
+/// The gradients of one step's data (one device's share of it in a data-parallel group), summed
+/// over its micro-batches, before clipping, unscaling and the update.
+pub struct StepGradients {
+    /// `d(sum_k weight_k x loss_k x loss_scale) / d(param)` for every parameter that got one.
+    pub grads: GradientsParams,
+    /// `sum_k weight_k x loss_k` (unscaled; f32 on the device).
+    pub loss: Tensor<InnerBackend, 1>,
+    /// Correct arg-max predictions (as a float, on the device).
+    pub correct: Tensor<InnerBackend, 1>,
+    /// Samples the gradients were computed on.
+    pub samples: u64,
+    /// Peak pool figures after the forward passes (`sample_memory` on a GPU backend).
+    pub memory: Option<device::MemoryStats>,
+}
+
+impl std::fmt::Debug for StepGradients {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StepGradients").field("params", &self.grads.len()).field("samples", &self.samples).finish()
+    }
+}
+
 /// Runs one optimizer step. `next_batch(k)` supplies micro-batch `k` on the device. Returns the
 /// updated model (unchanged when the step was not finite) and the outcome.
 pub fn train_step(
@@ -104,24 +125,48 @@ pub fn train_step(
     loss_fn: &CrossEntropyLoss<TrainBackend>,
     settings: &StepSettings,
     prof: &mut Profiler,
-    mut next_batch: impl FnMut(usize) -> Result<SignBatch<TrainBackend>>,
+    next_batch: impl FnMut(usize) -> Result<SignBatch<TrainBackend>>,
 ) -> Result<(SignModel<TrainBackend>, StepOutcome)> {
     let k_total = settings.micro_batches.max(1);
+    let weights = vec![1.0 / k_total as f64; k_total];
+    let grads = compute_gradients(device, &model, loss_fn, settings, &weights, prof, next_batch)?;
+    Ok(apply_gradients(device, model, optim, settings, grads, prof))
+}
+
+/// The forward and backward passes of one step: for each micro-batch `k` (`next_batch(k)`, on
+/// the device), the mixed-precision forward, the f32 loss and the backward pass of
+/// `loss x loss_scale x weights[k]`, summed. A micro-batch with no rows is skipped. A
+/// single-device step weighs each of its K micro-batches 1/K; a data-parallel peer weighs its
+/// share of micro-batch k by (its rows / the micro-batch's rows) / K, so that the sum over the
+/// group is the single-device step's gradient.
+pub fn compute_gradients(
+    device: &Device,
+    model: &SignModel<TrainBackend>,
+    loss_fn: &CrossEntropyLoss<TrainBackend>,
+    settings: &StepSettings,
+    weights: &[f64],
+    prof: &mut Profiler,
+    mut next_batch: impl FnMut(usize) -> Result<SignBatch<TrainBackend>>,
+) -> Result<StepGradients> {
     let mut accumulator = GradientsAccumulator::<SignModel<TrainBackend>>::new();
     let mut single: Option<GradientsParams> = None;
-    let mut losses: Vec<Tensor<InnerBackend, 1>> = Vec::with_capacity(k_total);
-    let mut corrects: Vec<Tensor<InnerBackend, 1, Int>> = Vec::with_capacity(k_total);
+    let mut passes = 0usize;
+    let mut losses: Vec<Tensor<InnerBackend, 1>> = Vec::with_capacity(weights.len());
+    let mut corrects: Vec<Tensor<InnerBackend, 1>> = Vec::with_capacity(weights.len());
     let mut samples = 0u64;
     let mut compute: Option<ComputeModel<TrainBackend>> = None;
     let mut memory: Option<device::MemoryStats> = None;
-    for k in 0..k_total {
+    for (k, &weight) in weights.iter().enumerate() {
         let t0 = Instant::now();
         let batch = next_batch(k)?;
         let t1 = prof.mark(device, Phase::Data, t0);
+        let n = batch.labels.dims()[0];
+        if n == 0 {
+            continue;
+        }
         if let Some((seed, step)) = settings.dropout_seed {
             TrainBackend::seed(device, mix(seed, step, k as u64));
         }
-        let n = batch.labels.dims()[0];
         // Forward/backward run on a compute-dtype copy of the f32 masters (same ParamIds), made
         // once per step and charged to the forward phase.
         let compute = compute.get_or_insert_with(|| ComputeModel::new(model.clone(), settings.compute));
@@ -131,9 +176,9 @@ pub fn train_step(
             loss = loss.mul_scalar(f64::NAN);
         }
         let correct = logits.argmax(1).reshape([n]).equal(batch.labels).int().sum();
-        losses.push(loss.clone().inner());
-        corrects.push(correct.inner());
-        let factor = settings.loss_scale / k_total as f64;
+        losses.push(loss.clone().inner().mul_scalar(weight));
+        corrects.push(correct.inner().float());
+        let factor = settings.loss_scale * weight;
         let loss = if factor != 1.0 { loss.mul_scalar(factor) } else { loss };
         let t2 = prof.mark(device, Phase::Forward, t1);
         if settings.faults.oom {
@@ -142,17 +187,44 @@ pub fn train_step(
         if settings.sample_memory {
             memory = peak(memory, device::memory_stats(device));
         }
-        let grads = GradientsParams::from_grads(loss.backward(), &model);
-        if k_total == 1 {
+        let grads = GradientsParams::from_grads(loss.backward(), model);
+        if passes == 0 {
             single = Some(grads);
         } else {
-            accumulator.accumulate(&model, grads);
+            if let Some(first) = single.take() {
+                accumulator.accumulate(model, first);
+            }
+            accumulator.accumulate(model, grads);
         }
+        passes += 1;
         prof.mark(device, Phase::Backward, t2);
         samples += n as u64;
     }
+    let grads = match single {
+        Some(g) => g,
+        None if passes > 1 => accumulator.grads(),
+        None => GradientsParams::new(),
+    };
+    let zero = || Tensor::<InnerBackend, 1>::zeros([1], device);
+    let loss = if losses.is_empty() { zero() } else { Tensor::cat(losses, 0).sum() };
+    let correct = if corrects.is_empty() { zero() } else { Tensor::cat(corrects, 0).sum() };
+    Ok(StepGradients { grads, loss, correct, samples, memory })
+}
+
+/// The rest of a step, given its gradients: ONE host read (loss, correct count, squared global
+/// gradient norm), then, when everything is finite, global-norm clipping, unscaling and the
+/// optimizer update. A step whose loss or gradients are not finite leaves the model and
+/// optimizer untouched.
+pub fn apply_gradients(
+    device: &Device,
+    model: SignModel<TrainBackend>,
+    optim: &mut Optim,
+    settings: &StepSettings,
+    step: StepGradients,
+    prof: &mut Profiler,
+) -> (SignModel<TrainBackend>, StepOutcome) {
     let t3 = Instant::now();
-    let mut grads = single.unwrap_or_else(|| accumulator.grads());
+    let StepGradients { mut grads, loss, correct, samples, memory } = step;
     if settings.faults.inf_grad {
         model.visit(&mut CorruptFirst { grads: &mut grads, done: false });
     }
@@ -160,14 +232,9 @@ pub fn train_step(
     model.visit(&mut norm);
     let norm2 = norm.total.unwrap_or_else(|| Tensor::zeros([1], device));
     // The one host read of the step: loss, correct count, squared global gradient norm.
-    let read = Transaction::default()
-        .register(Tensor::cat(losses, 0).sum())
-        .register(Tensor::cat(corrects, 0).sum())
-        .register(norm2)
-        .execute();
+    let read = Transaction::default().register(loss).register(correct).register(norm2).execute();
     let first = |i: usize| read[i].iter::<f64>().next().unwrap_or(f64::NAN);
-    let (loss_sum, correct, norm2) = (first(0), first(1) as u64, first(2));
-    let loss = loss_sum / k_total as f64;
+    let (loss, correct, norm2) = (first(0), first(1).round() as u64, first(2));
     let scale = settings.loss_scale;
     let grad_norm = norm2.sqrt() / scale;
     let applied = loss.is_finite() && norm2.is_finite();
@@ -185,7 +252,7 @@ pub fn train_step(
         model
     };
     prof.mark(device, Phase::Optimizer, t3);
-    Ok((model, StepOutcome { loss, correct, samples, grad_norm, applied, memory }))
+    (model, StepOutcome { loss, correct, samples, grad_norm, applied, memory })
 }
 
 /// The larger in-use and reserved figures of two samples.
