@@ -150,23 +150,46 @@ fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
     v[((p / 100.0 * (v.len() - 1) as f64).round() as usize).min(v.len() - 1)]
 }
 
-/// Run the benchmark of `opts`'s shape on the device and precision `compute` resolved for `cfg`.
-pub fn bench(cfg: &ExperimentConfig, compute: &ResolvedCompute, opts: &BenchOptions) -> Result<BenchReport> {
-    if opts.batch == 0 || opts.frames == 0 || opts.features == 0 || opts.classes == 0 {
-        return Err(crate::TrainError::Invalid(format!(
-            "bench shape must be positive, got batch {} frames {} features {} classes {}",
-            opts.batch, opts.frames, opts.features, opts.classes
-        )));
+/// What [`time_train_steps`] measured, with the trained model and the random batch.
+pub struct TimedSteps {
+    /// The model after the steps.
+    pub model: SignModel<TrainBackend>,
+    /// The random inputs `[batch, frames, features]`.
+    pub inputs: Tensor<TrainBackend, 3>,
+    /// Their padding mask.
+    pub pad_mask: Tensor<TrainBackend, 2, Bool>,
+    /// Forward phase of each timed step, ms.
+    pub forward_ms: Vec<f64>,
+    /// Backward phase of each timed step, ms.
+    pub backward_ms: Vec<f64>,
+    /// Optimizer phase of each timed step, ms.
+    pub optimizer_ms: Vec<f64>,
+}
+
+impl TimedSteps {
+    /// Median whole step, ms.
+    pub fn step_ms(&self) -> f64 {
+        let total = self.forward_ms.iter().zip(&self.backward_ms).zip(&self.optimizer_ms);
+        median(total.map(|((a, b), c)| a + b + c).collect())
     }
-    let _guard = crate::train::run_lock();
+}
+
+impl std::fmt::Debug for TimedSteps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TimedSteps").field("step_ms", &self.step_ms()).finish()
+    }
+}
+
+/// Two warm-up and `opts.steps` timed training steps of `cfg`'s model (the one shared step) on
+/// random data of `opts`'s shape, on `compute`'s device and precision. The caller holds the
+/// run lock (the model's init is seeded from Burn's process-wide generator).
+pub fn time_train_steps(cfg: &ExperimentConfig, compute: &ResolvedCompute, opts: &BenchOptions) -> Result<TimedSteps> {
     let device = compute.device();
     let precision = compute.precision.precision;
     let (b, t, f) = (opts.batch, opts.frames, opts.features);
-
     TrainBackend::seed(device, cfg.training.seed);
     let mut model: SignModel<TrainBackend> =
         cfg.model.init::<TrainBackend>(f, opts.classes, device).map(&mut Materialize);
-    let trainable_params = models::trainable_params(&model);
     let mut optim = Optim::new(&cfg.optimizer);
     let loss_fn = CrossEntropyLossConfig::new().init::<TrainBackend>(device);
     let x = Tensor::<TrainBackend, 3>::random([b, t, f], Distribution::Normal(0.0, 1.0), device);
@@ -174,7 +197,6 @@ pub fn bench(cfg: &ExperimentConfig, compute: &ResolvedCompute, opts: &BenchOpti
     let labels_host: Vec<i64> = (0..b as i64).map(|i| i % opts.classes as i64).collect();
     let labels = Tensor::<TrainBackend, 1, Int>::from_data(TensorData::new(labels_host, [b]), device);
     let settings = StepSettings::timing(precision.float_dtype(), cfg.optimizer.clip_grad_norm);
-
     let (mut fwd, mut bwd, mut opt) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..opts.steps + 2 {
         device::memory::sync(device);
@@ -188,6 +210,26 @@ pub fn bench(cfg: &ExperimentConfig, compute: &ResolvedCompute, opts: &BenchOpti
             opt.push(prof.ms(Phase::Optimizer));
         }
     }
+    Ok(TimedSteps { model, inputs: x, pad_mask: mask, forward_ms: fwd, backward_ms: bwd, optimizer_ms: opt })
+}
+
+/// Run the benchmark of `opts`'s shape on the device and precision `compute` resolved for `cfg`.
+pub fn bench(cfg: &ExperimentConfig, compute: &ResolvedCompute, opts: &BenchOptions) -> Result<BenchReport> {
+    if opts.batch == 0 || opts.frames == 0 || opts.features == 0 || opts.classes == 0 {
+        return Err(crate::TrainError::Invalid(format!(
+            "bench shape must be positive, got batch {} frames {} features {} classes {}",
+            opts.batch, opts.frames, opts.features, opts.classes
+        )));
+    }
+    let _guard = crate::train::run_lock();
+    let device = compute.device();
+    let precision = compute.precision.precision;
+    let (b, t, f) = (opts.batch, opts.frames, opts.features);
+    let timed = time_train_steps(cfg, compute, opts)?;
+    let model = timed.model;
+    let (x, mask) = (timed.inputs, timed.pad_mask);
+    let trainable_params = models::trainable_params(&model);
+    let (fwd, bwd, opt) = (timed.forward_ms, timed.backward_ms, timed.optimizer_ms);
     let total: Vec<f64> = fwd.iter().zip(&bwd).zip(&opt).map(|((a, b), c)| a + b + c).collect();
     let step_ms = median(total);
 

@@ -54,6 +54,8 @@ pub struct ExperimentConfig {
     pub recovery: RecoveryConfig,
     /// `[fault]`.
     pub fault: FaultConfig,
+    /// `[distributed]`: several devices and machines.
+    pub distributed: crate::dist::DistributedConfig,
 }
 
 impl Default for ExperimentConfig {
@@ -73,6 +75,7 @@ impl Default for ExperimentConfig {
             amp: AmpConfig::default(),
             recovery: RecoveryConfig::default(),
             fault: FaultConfig::default(),
+            distributed: crate::dist::DistributedConfig::default(),
         }
     }
 }
@@ -449,6 +452,10 @@ pub struct FaultConfig {
     /// at the micro-batch it first runs with; 0: nothing fits).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub oom_fits_micro_batch: Option<usize>,
+    /// In a data-parallel group, the last peer dies (panics) when it receives this step (counted
+    /// from the group's start).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer_dies_at_step: Option<usize>,
 }
 
 /// `[training.early_stopping]`: also decides which epoch is "best".
@@ -499,12 +506,27 @@ impl CheckpointConfig {
     }
 }
 
+/// How `device = "auto"` picks among the usable devices.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Choose {
+    /// The fixed ranking: CUDA, then a real WGPU adapter, then the CPU.
+    #[default]
+    Ranked,
+    /// Measured on the run's model and batch: the device with the most samples/s.
+    Fastest,
+}
+
 /// `[device]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DeviceConfig {
     /// auto, cpu, cuda, cuda:N, wgpu, wgpu:N
     pub device: DeviceSpec,
+    /// With `device = "auto"`: `ranked` (CUDA, then a real WGPU adapter, then the CPU) or
+    /// `fastest` (time a few training steps of the run's model on each usable kind and take the
+    /// fastest).
+    pub choose: Choose,
     /// GPU name fragments or CUDA ordinals, most preferred first.
     pub prefer: Vec<String>,
     /// Skip GPUs with less free memory.
@@ -518,6 +540,7 @@ impl Default for DeviceConfig {
         let p = SelectionPolicy::default();
         Self {
             device: DeviceSpec::Auto,
+            choose: Choose::Ranked,
             prefer: p.prefer,
             min_free_memory_mib: p.min_free_memory_mib,
             allow_software_wgpu: p.allow_software_wgpu,
@@ -881,6 +904,13 @@ impl ExperimentConfig {
         check(t.log_every >= 1, "training.log_every", || "must be at least 1".into())?;
         check(t.early_stopping.min_delta >= 0.0, "training.early_stopping.min_delta", || "must be >= 0".into())?;
         check(!t.out_dir.is_empty(), "training.out_dir", || "must not be empty".into())?;
+        self.distributed.validate()?;
+        check(self.device.choose == Choose::Ranked || self.device.device == DeviceSpec::Auto, "device.choose", || {
+            format!(
+                "\"fastest\" chooses among the usable devices, so device.device must be \"auto\", got \"{}\"",
+                self.device.device
+            )
+        })?;
         check(self.checkpoint.keep_last >= 1, "checkpoint.keep_last", || {
             "must be at least 1 (the last checkpoint is what --resume continues from)".into()
         })?;

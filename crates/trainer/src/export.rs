@@ -123,6 +123,8 @@ pub struct SummaryParts<'a> {
     pub resumed_from: Option<usize>,
     /// The exported bundle.
     pub exported_model: PathBuf,
+    /// The data-parallel group, if any.
+    pub group: Option<crate::report::GroupSummary>,
 }
 
 /// The run's final figures.
@@ -172,6 +174,7 @@ pub fn summary(p: SummaryParts<'_>) -> Summary {
         exported_model: p.exported_model,
         peak_memory_mib: peak_memory(history),
         device_faults: state.device_faults.clone(),
+        distributed: p.group,
     }
 }
 

@@ -29,8 +29,10 @@
 pub mod amp;
 pub mod bench;
 pub mod checkpoint;
+pub mod choose;
 pub mod config;
 pub mod cv;
+pub mod dist;
 pub mod export;
 pub mod fault;
 pub mod metrics;
@@ -117,6 +119,14 @@ pub enum TrainError {
         message: String,
         /// Why the run stopped and what to do.
         advice: String,
+    },
+    /// A data-parallel group stopped: a peer failed or went silent.
+    #[error("data-parallel group: {peer}: {message}")]
+    Group {
+        /// The peer that failed or went silent (`peer 1 (cpu, node 0)`).
+        peer: String,
+        /// What happened.
+        message: String,
     },
 }
 

@@ -72,6 +72,13 @@ enum Command {
         #[arg(long, default_value_t = 5)]
         folds: usize,
     },
+    /// Run the global orchestrator that the machines of a multi-node data-parallel run meet
+    /// through (`distributed.orchestrator = "HOST:PORT"`), until interrupted.
+    Orchestrator {
+        /// Port to listen on (all interfaces).
+        #[arg(long)]
+        port: u16,
+    },
     /// Write the `[synthetic]` dataset of the resolved config to a directory (ISLR layout).
     Generate {
         #[command(flatten)]
@@ -114,6 +121,22 @@ struct TrainArgs {
     /// Continue the run in RUN_DIR from its last complete checkpoint; its config.toml is the base layer.
     #[arg(long, value_name = "RUN_DIR")]
     resume: Option<PathBuf>,
+    /// Data-parallel devices of this machine, comma-separated, e.g. cpu,cpu or cpu,wgpu or gpus
+    /// (sets distributed.devices).
+    #[arg(long, value_delimiter = ',')]
+    devices: Option<Vec<String>>,
+    /// equal, measured or fixed (sets distributed.balance).
+    #[arg(long)]
+    balance: Option<String>,
+    /// Machines in the group (sets distributed.nodes).
+    #[arg(long)]
+    nodes: Option<i64>,
+    /// This machine's index (sets distributed.node_rank).
+    #[arg(long)]
+    node_rank: Option<i64>,
+    /// HOST:PORT of `trainer orchestrator` (sets distributed.orchestrator).
+    #[arg(long)]
+    orchestrator: Option<String>,
 }
 
 impl TrainArgs {
@@ -160,6 +183,22 @@ impl TrainArgs {
         if let Some(s) = self.seed {
             flag("--seed", "training.seed", toml::Value::Integer(s));
         }
+        if let Some(d) = &self.devices {
+            let list = d.iter().map(|s| toml::Value::String(s.trim().to_string())).collect();
+            flag("--devices", "distributed.devices", toml::Value::Array(list));
+        }
+        if let Some(b) = &self.balance {
+            flag("--balance", "distributed.balance", toml::Value::String(b.clone()));
+        }
+        if let Some(n) = self.nodes {
+            flag("--nodes", "distributed.nodes", toml::Value::Integer(n));
+        }
+        if let Some(r) = self.node_rank {
+            flag("--node-rank", "distributed.node_rank", toml::Value::Integer(r));
+        }
+        if let Some(o) = &self.orchestrator {
+            flag("--orchestrator", "distributed.orchestrator", toml::Value::String(o.clone()));
+        }
         Ok(b)
     }
 }
@@ -187,6 +226,7 @@ fn main() -> ExitCode {
             ExitCode::from(match e {
                 TrainError::Config(_) => 2,
                 TrainError::DeviceFault { .. } => 3,
+                TrainError::Group { .. } => trainer::dist::EXIT_PEER_LOST as u8,
                 _ => 1,
             })
         }
@@ -250,6 +290,10 @@ fn real_main(cli: Cli) -> Result<(), TrainError> {
             let summary = trainer::cv::run_cv(&cfg, folds, layers.out.clone())?;
             print!("{}", summary.render());
             Ok(())
+        }
+        Some(Command::Orchestrator { port }) => {
+            println!("orchestrator listening on port {port} (all interfaces); Ctrl-C stops it");
+            trainer::dist::orchestrator(port)
         }
         Some(Command::Generate { layers, to }) => {
             let cfg = layers.builder()?.build()?;

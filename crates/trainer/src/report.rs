@@ -198,6 +198,32 @@ pub struct Summary {
     pub peak_memory_mib: Option<[f64; 2]>,
     /// Device faults (out of memory, device lost) the run survived, in order.
     pub device_faults: Vec<crate::fault::DeviceFault>,
+    /// The data-parallel group, when the run had several peers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub distributed: Option<GroupSummary>,
+}
+
+/// The peers of a data-parallel run and how the batch was split among them at the end.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupSummary {
+    /// `equal`, `measured` or `fixed`.
+    pub balance: crate::dist::Balance,
+    /// Share changes made from measurements.
+    pub rebalances: usize,
+    /// One entry per peer.
+    pub peers: Vec<PeerSummary>,
+}
+
+/// One peer at the end of a data-parallel run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PeerSummary {
+    /// Rank, node and device.
+    #[serde(flatten)]
+    pub peer: crate::dist::PeerInfo,
+    /// Rows of a full micro-batch it computed last.
+    pub rows: usize,
+    /// Its last measured samples/s on the real step (`None` before the first measurement).
+    pub samples_per_s: Option<f64>,
 }
 
 impl Summary {

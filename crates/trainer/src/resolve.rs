@@ -23,14 +23,23 @@ pub struct ResolvedCompute {
     pub device: SelectedDevice,
     /// The compute precision, with the reason (and a warning when a request was not honoured).
     pub precision: ResolvedPrecision,
+    /// This machine's devices of a data-parallel group (`[distributed] devices`; the first is
+    /// `device`), empty for one device.
+    pub peers: Vec<SelectedDevice>,
 }
 
 impl ResolvedCompute {
     /// Select the device `cfg.device` asks for and resolve `training.precision` on it.
     pub fn resolve(cfg: &ExperimentConfig) -> Result<Self> {
-        let device = device::resolve(&cfg.device.device, &cfg.device.policy())?;
+        let peers = if cfg.distributed.devices.is_empty() { Vec::new() } else { crate::dist::local_devices(cfg)? };
+        let device = match peers.first() {
+            Some(first) => first.clone(),
+            None => device::resolve(&cfg.device.device, &cfg.device.policy())?,
+        };
         let precision = cfg.training.precision.resolve(&device.selection.capabilities);
-        Ok(Self { device, precision })
+        // Several machines with one device each: this machine's one peer is `[device]`'s.
+        let peers = if peers.is_empty() && cfg.distributed.is_group() { vec![device.clone()] } else { peers };
+        Ok(Self { device, precision, peers })
     }
 
     /// The device to put tensors on.
@@ -124,7 +133,14 @@ impl ResolvedRun {
         show: bool,
         progress: bool,
     ) -> Result<Self> {
-        let compute = ResolvedCompute::resolve(&cfg)?;
+        let mut compute = ResolvedCompute::resolve(&cfg)?;
+        let input = ResolvedData::resolve(&cfg, progress)?;
+        let measure = cfg.device.choose == crate::config::Choose::Fastest
+            && cfg.device.device == device::DeviceSpec::Auto
+            && cfg.distributed.devices.is_empty();
+        if measure {
+            compute = crate::choose::fastest(&cfg, &input, compute)?;
+        }
         if show {
             println!("device: {} ({})", compute.device.selection.name, compute.device.selection.reason);
         }
@@ -137,7 +153,6 @@ impl ResolvedRun {
                 compute.precision.precision, compute.precision.reason
             );
         }
-        let input = ResolvedData::resolve(&cfg, progress)?;
         let t = &cfg.training;
         let saved_batch = saved.and_then(|s| Some((s.training.batch_size.fixed()?, s.training.accumulation_steps)));
         let (batch_size, accumulation_steps, batch_source) = match (t.batch_size, saved_batch) {

@@ -83,6 +83,9 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
         message,
     })?;
     let show = cfg.training.progress != ProgressMode::Off;
+    if cfg.distributed.node_rank > 0 {
+        return serve_node(&cfg, show);
+    }
     let bars = Progress::kinds(cfg.training.progress).0;
     let mut opened = crate::resume::open(&cfg, &opts)?;
     let mut run = ResolvedRun::resolve(cfg, opened.saved.as_ref(), show, bars)?;
@@ -108,6 +111,13 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
             message: message.clone(),
             advice,
         };
+        if run.config.distributed.nodes > 1 {
+            return Err(stop(format!(
+                "The group spans {} machines, whose peers cannot change the micro-batch together: lower training.batch_size and continue with --resume {}",
+                run.config.distributed.nodes,
+                run_dir.display()
+            )));
+        }
         if b <= 1 {
             return Err(stop(format!(
                 "It failed at micro-batch 1, so a smaller batch cannot help: use a device with more memory, a smaller model or shorter sequences (preprocess.max_frames); the checkpoints in {} are intact",
@@ -275,6 +285,14 @@ enum Feed {
 }
 
 impl Feed {
+    /// The next batch in host memory (a data-parallel group splits it among its peers).
+    fn next_host(&mut self) -> Option<data::loader::HostBatch> {
+        match self {
+            Self::Host(loader) => loader.next(),
+            Self::Device(_) => None,
+        }
+    }
+
     fn next(&mut self, device: &Device) -> Option<SignBatch<TrainBackend>> {
         match self {
             Self::Host(loader) => loader.next().map(|hb| hb.to_device::<TrainBackend>(device)),
@@ -322,6 +340,8 @@ struct Trainer<'a> {
     survived: &'a [DeviceFault],
     /// The (step, epoch) in progress, read when a step dies of a panic.
     at: &'a Cell<(usize, usize)>,
+    /// The data-parallel group this process leads (`[distributed]`), if any.
+    group: Option<crate::dist::Group>,
 }
 
 impl<'a> Trainer<'a> {
@@ -366,10 +386,7 @@ impl<'a> Trainer<'a> {
             0 => steps_per_epoch * t.epochs,
             max => (steps_per_epoch * t.epochs).min(max),
         };
-        let pre = &run.input.preprocessor;
-        let augmenter =
-            cfg.augment.enabled.then(|| Arc::new(Augmenter::new(cfg.augment.clone(), mirror_table(ds, pre))));
-        let batcher = ItemBatcher { preprocessor: pre.clone(), augmenter, seed: t.seed };
+        let batcher = batcher_for(cfg, &run.input);
 
         // Seeded init, materialized before any clone (see models::precision).
         TrainBackend::seed(device, t.seed);
@@ -416,6 +433,10 @@ impl<'a> Trainer<'a> {
         if show {
             print!("{}", start_lines(run, &model, total_steps));
         }
+        let group = match cfg.distributed.is_group() {
+            true => Some(start_group(run, &batcher, &model, &mut report, state.step, show)?),
+            false => None,
+        };
         let f16 = run.compute.precision.precision == device::Precision::F16;
         if state.scaler.enabled != f16 {
             state.scaler = LossScaler::new(f16, &cfg.amp);
@@ -456,6 +477,7 @@ impl<'a> Trainer<'a> {
             stopped_early: false,
             survived,
             at,
+            group,
         })
     }
 
@@ -495,7 +517,7 @@ impl<'a> Trainer<'a> {
             self.state.batch_in_epoch,
         );
         let device = run.compute.device();
-        let mut loader = match run.config.data.device_prefetch && run.compute.on_gpu() {
+        let mut loader = match run.config.data.device_prefetch && run.compute.on_gpu() && self.group.is_none() {
             true => Feed::Device(DevicePrefetcher::start(loader, device.clone())),
             false => Feed::Host(loader),
         };
@@ -545,15 +567,32 @@ impl<'a> Trainer<'a> {
         };
         let data_wait = &mut self.data_wait;
         let model = self.model.clone();
-        let (model, outcome) =
-            train_step(device, model, &mut self.optim, &self.loss_fn, &settings, &mut self.prof, |_| {
+        let ended = || TrainError::Invalid(format!("the data loader ended early in epoch {}", epoch + 1));
+        let (model, outcome) = match &mut self.group {
+            None => train_step(device, model, &mut self.optim, &self.loss_fn, &settings, &mut self.prof, |_| {
                 let t0 = Instant::now();
-                let batch = loader.next(device).ok_or_else(|| {
-                    TrainError::Invalid(format!("the data loader ended early in epoch {}", epoch + 1))
-                })?;
+                let batch = loader.next(device).ok_or_else(ended)?;
                 *data_wait += t0.elapsed();
                 Ok(batch)
-            })?;
+            })?,
+            Some(group) => {
+                let t0 = Instant::now();
+                let micro =
+                    (0..micro_batches).map(|_| loader.next_host().ok_or_else(ended)).collect::<Result<Vec<_>>>()?;
+                *data_wait += t0.elapsed();
+                let (model, outcome, rebalanced) =
+                    group.step(model, &mut self.optim, &self.loss_fn, &settings, &mut self.prof, epoch, &micro)?;
+                if let Some(r) = rebalanced {
+                    self.report.event(
+                        step,
+                        epoch + 1,
+                        "rebalance",
+                        crate::dist::describe_rebalance(group.peers(), &r),
+                    )?;
+                }
+                (model, outcome)
+            }
+        };
         self.model = model;
         self.state.batch_in_epoch += micro_batches;
         match self.state.scaler.update(outcome.applied, &cfg.amp) {
@@ -745,6 +784,10 @@ impl<'a> Trainer<'a> {
     /// Export the best weights and write `summary.json` and `curves.svg`.
     fn finish(&mut self) -> Result<Summary> {
         let loop_s = self.loop_start.elapsed().as_secs_f64();
+        let group = self.group.as_ref().map(|g| g.summary());
+        if let Some(g) = self.group.take() {
+            g.finish()?;
+        }
         let gpu = self.monitor.take().map(|m| m.stop());
         let exported_model = crate::export::export_model(&self.run_dir, &self.model, &self.state, self.run)?;
         let effective_batch = self.run.batch_size * self.run.accumulation_steps;
@@ -764,10 +807,91 @@ impl<'a> Trainer<'a> {
             stopped_early: self.stopped_early,
             resumed_from: self.resumed_from,
             exported_model,
+            group,
         });
         crate::export::write_summary(&self.run_dir, &summary)?;
         Ok(summary)
     }
+}
+
+/// Augmentation and preprocessing of the training batches of `cfg`, keyed by (epoch, index):
+/// the leader's loader and every data-parallel peer build the same one.
+fn batcher_for(cfg: &ExperimentConfig, input: &crate::resolve::ResolvedData) -> ItemBatcher {
+    let pre = &input.preprocessor;
+    let ds = &input.data.dataset;
+    let augmenter = cfg.augment.enabled.then(|| Arc::new(Augmenter::new(cfg.augment.clone(), mirror_table(ds, pre))));
+    ItemBatcher { preprocessor: pre.clone(), augmenter, seed: cfg.training.seed }
+}
+
+fn workload(cfg: &ExperimentConfig, input: &crate::resolve::ResolvedData) -> crate::dist::Workload {
+    crate::dist::Workload {
+        dataset: input.data.dataset.clone(),
+        batcher: batcher_for(cfg, input),
+        model: cfg.model.clone(),
+        label_smoothing: cfg.training.label_smoothing,
+    }
+}
+
+/// Start the group this process leads, with its `group_start` event.
+fn start_group(
+    run: &ResolvedRun,
+    batcher: &ItemBatcher,
+    model: &SignModel<TrainBackend>,
+    report: &mut Reporter,
+    step: usize,
+    show: bool,
+) -> Result<crate::dist::Group> {
+    let cfg = &run.config;
+    let work = crate::dist::Workload { batcher: batcher.clone(), ..workload(cfg, &run.input) };
+    let group = crate::dist::Group::start(
+        cfg,
+        &run.compute.peers,
+        work,
+        model,
+        run.batch_size,
+        run.accumulation_steps,
+        run.compute.precision.precision.float_dtype(),
+    )?;
+    let peers: Vec<String> = group.peers().iter().map(|p| p.label()).collect();
+    let rows = group.rows();
+    let line = format!(
+        "data-parallel: {} peers ({}), balance {:?}, rows per micro-batch {:?}",
+        peers.len(),
+        peers.join(", "),
+        cfg.distributed.balance,
+        rows
+    );
+    if show {
+        println!("{line}");
+    }
+    report.event(step, 0, "group_start", line)?;
+    Ok(group)
+}
+
+/// A process with `distributed.node_rank > 0`: its peers compute their shares of the steps that
+/// node 0 leads, until node 0 ends the run. Nothing is written here.
+fn serve_node(cfg: &ExperimentConfig, show: bool) -> Result<RunOutcome> {
+    let bars = Progress::kinds(cfg.training.progress).0;
+    let input = crate::resolve::ResolvedData::resolve(cfg, bars)?;
+    let devices = crate::dist::local_devices(cfg)?;
+    let devices =
+        if devices.is_empty() { vec![device::resolve(&cfg.device.device, &cfg.device.policy())?] } else { devices };
+    if show {
+        let names: Vec<&str> = devices.iter().map(|d| d.selection.name.as_str()).collect();
+        println!(
+            "node {} of {}: {} peer(s) on {}; waiting for node 0 at {}",
+            cfg.distributed.node_rank,
+            cfg.distributed.nodes,
+            devices.len(),
+            names.join(", "),
+            cfg.distributed.orchestrator
+        );
+    }
+    crate::dist::serve_node(cfg, workload(cfg, &input), &devices)?;
+    if show {
+        println!("node {}: node 0 ended the run", cfg.distributed.node_rank);
+    }
+    Ok(RunOutcome { run_dir: PathBuf::from(&cfg.training.out_dir), summary: None })
 }
 
 /// Count `state.batch_in_epoch` in micro-batches of `micro_batch` (a run continued after a

@@ -816,13 +816,14 @@ fn config_reference_matches_the_code() {
     // Optional keys (no value unless set) are documented with the default `unset`.
     let mut every = ExperimentConfig::default();
     every.fault.oom_fits_micro_batch = Some(0);
+    every.fault.peer_dies_at_step = Some(0);
     let mut set_keys = BTreeMap::new();
     flatten("", &Value::try_from(every).unwrap(), &mut set_keys);
     let optional: Vec<String> = set_keys
         .into_keys()
         .filter(|k| !k.starts_with("model.") && !defaults.contains_key(&(k.clone(), None)))
         .collect();
-    assert_eq!(optional, ["fault.oom_fits_micro_batch"]);
+    assert_eq!(optional, ["fault.oom_fits_micro_batch", "fault.peer_dies_at_step"]);
     let mut built_in = BTreeMap::new();
     flatten("", &Value::Table(toml::from_str(DEFAULT_TOML).unwrap()), &mut built_in);
     let built_in_kind = built_in["model.kind"].as_str().unwrap().to_string();
@@ -1024,4 +1025,261 @@ fn wgpu_without_an_adapter_is_a_clear_error() {
     assert!(stderr.contains("device `wgpu` is not available"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(!run_dir.exists());
+}
+
+/// A free TCP port on 127.0.0.1 (bound, read, released).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn summary_json(run_dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(run_dir.join("summary.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn two_cpu_peers_reach_the_weights_of_one_device() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 24 training sequences, global batch 8: 3 steps per epoch, 6 in all. SGD with momentum,
+    // whose update is linear in the gradient, so only float rounding may differ.
+    let base = [
+        "training.epochs=2",
+        "training.batch_size=8",
+        "checkpoint.every_steps=0",
+        "optimizer.kind=sgd",
+        "optimizer.lr=0.05",
+        "optimizer.momentum=0.9",
+    ];
+    let train = |name: &str, extra: &[&str]| {
+        let sets: Vec<&str> = base.iter().chain(extra).copied().collect();
+        let out =
+            run(smoke(tmp.path(), &sets), RunOptions { run_dir: Some(tmp.path().join(name)), ..Default::default() })
+                .unwrap();
+        (exported_weights(&out.run_dir), out.summary.unwrap(), out.run_dir)
+    };
+    let (one, s_one, _) = train("one", &[]);
+    let (equal, s_equal, dir_equal) = train("equal", &["distributed.devices=[\"cpu\", \"cpu\"]"]);
+    let (fixed, s_fixed, _) = train(
+        "fixed",
+        &["distributed.devices=[\"cpu\", \"cpu\"]", "distributed.balance=\"fixed\"", "distributed.shares=[3.0, 1.0]"],
+    );
+    let (eq_d, fx_d) = (max_abs_diff(&equal, &one), max_abs_diff(&fixed, &one));
+    eprintln!("2 CPU peers vs 1 device after {} steps: max |dw| equal {eq_d:e}, 3:1 {fx_d:e}", s_one.steps);
+    assert_eq!((s_one.steps, s_equal.steps, s_fixed.steps), (6, 6, 6));
+    assert_eq!(s_equal.samples_seen, s_one.samples_seen);
+    assert!(eq_d <= 1e-5 && fx_d <= 1e-5, "equal shares {eq_d}, 3:1 shares {fx_d}");
+    // AdamW divides by sqrt(v), which magnifies the rounding where gradients are tiny (as with
+    // gradient accumulation): 4e-5 to 9e-5 here, against 3e-3 for one step's update.
+    let adamw = ["training.epochs=2", "training.batch_size=8", "checkpoint.every_steps=0"];
+    let go = |name: &str, extra: &[&str]| {
+        let sets: Vec<&str> = adamw.iter().chain(extra).copied().collect();
+        let out =
+            run(smoke(tmp.path(), &sets), RunOptions { run_dir: Some(tmp.path().join(name)), ..Default::default() })
+                .unwrap();
+        exported_weights(&out.run_dir)
+    };
+    let d = max_abs_diff(&go("adamw-one", &[]), &go("adamw-two", &["distributed.devices=[\"cpu\", \"cpu\"]"]));
+    eprintln!("AdamW: 2 CPU peers vs 1 device: max |dw| {d:e}");
+    assert!(d <= 2e-4, "AdamW: max |dw| {d}");
+    assert!(max_abs_diff(&one, &exported_weights(&tmp.path().join("one"))) == 0.0);
+    // The group is on record: peers, rows, and the start event.
+    let g = summary_json(&dir_equal)["distributed"].clone();
+    assert_eq!(g["peers"].as_array().unwrap().len(), 2, "{g}");
+    assert_eq!(g["peers"][1]["rank"], 1);
+    assert_eq!((g["peers"][0]["rows"].as_u64(), g["peers"][1]["rows"].as_u64()), (Some(4), Some(4)));
+    let fixed_rows = s_fixed.distributed.as_ref().unwrap().peers.iter().map(|p| p.rows).collect::<Vec<_>>();
+    assert_eq!(fixed_rows, [6, 2]);
+    assert!(kinds(&events(&dir_equal)).contains(&"group_start".to_string()));
+    // The same with the validation figures: identical to one device up to rounding.
+    let (a, b) = (s_one.best.unwrap().value, s_equal.best.unwrap().value);
+    assert!((a - b).abs() < 1e-5, "best validation figure {a} vs {b}");
+}
+
+#[test]
+fn a_dead_peer_stops_the_group_naming_it_and_the_run_resumes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sets = [
+        "training.epochs=2",
+        "training.batch_size=8",
+        "checkpoint.every_steps=2",
+        "distributed.devices=[\"cpu\", \"cpu\"]",
+        "distributed.timeout_s=20",
+    ];
+    let dir = tmp.path().join("run");
+    let mut with_fault: Vec<&str> = sets.to_vec();
+    with_fault.push("fault.peer_dies_at_step=3");
+    let t0 = Instant::now();
+    let err = run(smoke(tmp.path(), &with_fault), RunOptions { run_dir: Some(dir.clone()), ..Default::default() })
+        .unwrap_err()
+        .to_string();
+    let took = t0.elapsed();
+    assert!(err.contains("peer 1 (") && err.contains("injected peer failure"), "{err}");
+    assert!(took < Duration::from_secs(20), "the group took {took:?} to stop");
+    // Checkpoints at step 2 and at the end of epoch 1 (step 3); the peer died in step 4.
+    assert_eq!(trainer::checkpoint::list(&dir).last().map(|c| c.0), Some(3));
+    // Continued without the fault: the same weights as a run that never failed.
+    let out =
+        run(smoke(tmp.path(), &sets), RunOptions { run_dir: Some(dir.clone()), resume: true, ..Default::default() })
+            .unwrap();
+    assert_eq!(out.summary.unwrap().steps, 6);
+    let clean =
+        run(smoke(tmp.path(), &sets), RunOptions { run_dir: Some(tmp.path().join("clean")), ..Default::default() })
+            .unwrap();
+    assert_eq!(max_abs_diff(&exported_weights(&dir), &exported_weights(&clean.run_dir)), 0.0);
+}
+
+/// `trainer` child processes of a two-machine group on 127.0.0.1; killed when dropped.
+struct Procs(Vec<std::process::Child>);
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[test]
+fn two_processes_through_the_orchestrator_match_one_device() {
+    let tmp = tempfile::tempdir().unwrap();
+    // SGD: linear in the gradient, so the comparison sees only float rounding (AdamW magnifies
+    // it, see two_cpu_peers_reach_the_weights_of_one_device).
+    let base = [
+        "training.epochs=2",
+        "training.batch_size=8",
+        "checkpoint.every_steps=2",
+        "optimizer.kind=sgd",
+        "optimizer.lr=0.05",
+        "optimizer.momentum=0.9",
+    ];
+    let one = run(smoke(tmp.path(), &base), RunOptions { run_dir: Some(tmp.path().join("one")), ..Default::default() })
+        .unwrap();
+    let expected = exported_weights(&one.run_dir);
+    let orch = free_port();
+    let node_cfg = |rank: u32, data_port: u16, extra: &[&str]| {
+        let mut sets: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+        sets.extend([
+            "distributed.nodes=2".to_string(),
+            format!("distributed.node_rank={rank}"),
+            format!("distributed.orchestrator=\"127.0.0.1:{orch}\""),
+            format!("distributed.data_port={data_port}"),
+            "distributed.timeout_s=15".to_string(),
+        ]);
+        sets.extend(extra.iter().map(|s| s.to_string()));
+        let refs: Vec<&str> = sets.iter().map(String::as_str).collect();
+        write(tmp.path(), &format!("node{rank}.toml"), &smoke(tmp.path(), &refs).to_toml())
+    };
+    let trainer = |args: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_trainer"));
+        c.args(args).stdout(Stdio::null()).stderr(Stdio::piped());
+        c
+    };
+    let mut procs = Procs(vec![trainer(&["orchestrator", "--port", &orch.to_string()]).spawn().unwrap()]);
+    let (c0, c1) = (node_cfg(0, free_port(), &[]), node_cfg(1, free_port(), &[]));
+    let run_dir = tmp.path().join("two");
+    let node1 = trainer(&["--config", &c1.display().to_string()]).spawn().unwrap();
+    procs.0.push(node1);
+    let out =
+        trainer(&["--config", &c0.display().to_string(), "--out", &run_dir.display().to_string()]).output().unwrap();
+    assert!(out.status.success(), "node 0: {}", String::from_utf8_lossy(&out.stderr));
+    let node1 = procs.0.pop().unwrap().wait_with_output().unwrap();
+    assert!(node1.status.success(), "node 1: {}", String::from_utf8_lossy(&node1.stderr));
+    let d = max_abs_diff(&exported_weights(&run_dir), &expected);
+    eprintln!("2 processes (1 CPU peer each) vs 1 device: max |dw| {d:e}");
+    assert!(d <= 1e-5, "max |dw| {d}");
+    let g = summary_json(&run_dir)["distributed"].clone();
+    assert_eq!((g["peers"][0]["node"].as_u64(), g["peers"][1]["node"].as_u64()), (Some(0), Some(1)), "{g}");
+
+    // A killed node: node 0 stops within the timeout naming node 1; --resume with a new node 1
+    // finishes the run.
+    // 300 steps, so that the kill lands in the middle of the run.
+    let long = ["training.epochs=100"];
+    let (c0, c1) = (node_cfg(0, free_port(), &long), node_cfg(1, free_port(), &long));
+    let run_dir = tmp.path().join("killed");
+    let mut node1 = trainer(&["--config", &c1.display().to_string()]).spawn().unwrap();
+    let node0 =
+        trainer(&["--config", &c0.display().to_string(), "--out", &run_dir.display().to_string()]).spawn().unwrap();
+    wait_for("a checkpoint of the group", Duration::from_secs(120), || !trainer::checkpoint::list(&run_dir).is_empty());
+    node1.kill().unwrap();
+    node1.wait().unwrap();
+    let t0 = Instant::now();
+    let out = node0.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("node 1"), "{stderr}");
+    assert!(t0.elapsed() < Duration::from_secs(40), "node 0 took {:?} to stop", t0.elapsed());
+    // The orchestrator keeps the dead session's registrations: a new group needs a new one.
+    let _ = procs.0[0].kill();
+    let _ = procs.0[0].wait();
+    procs.0[0] = trainer(&["orchestrator", "--port", &orch.to_string()]).spawn().unwrap();
+    let node1 = trainer(&["--config", &c1.display().to_string()]).spawn().unwrap();
+    procs.0.push(node1);
+    let out = trainer(&["--resume", &run_dir.display().to_string()]).output().unwrap();
+    assert!(out.status.success(), "resume: {}", String::from_utf8_lossy(&out.stderr));
+    let summary = summary_json(&run_dir);
+    assert_eq!(summary["steps"].as_u64(), Some(300));
+    assert!(summary["resumed_from_step"].as_u64().unwrap() >= 2, "{summary}");
+}
+
+/// A CPU peer and a WGPU (llvmpipe) peer: measured balance gives each a share of the batch in
+/// proportion to its measured samples/s, and the run learns.
+#[test]
+fn cpu_and_wgpu_peers_share_the_batch_by_measured_speed() {
+    if !wgpu_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = learnable(
+        tmp.path(),
+        &[
+            "training.epochs=10",
+            "training.batch_size=12",
+            "training.log_every=1",
+            "distributed.devices=[\"cpu\", \"wgpu\"]",
+            "distributed.balance=\"measured\"",
+            "distributed.rebalance_every=10",
+            "distributed.timeout_s=240",
+        ],
+    );
+    let out = run(cfg, RunOptions { run_dir: Some(tmp.path().join("mixed")), ..Default::default() }).unwrap();
+    let s = out.summary.unwrap();
+    let g = s.distributed.as_ref().unwrap();
+    assert!(g.rebalances >= 2, "{g:?}");
+    let speeds: Vec<f64> = g.peers.iter().map(|p| p.samples_per_s.unwrap()).collect();
+    let rows: Vec<usize> = g.peers.iter().map(|p| p.rows).collect();
+    let total: f64 = speeds.iter().sum();
+    let batch = 12.0;
+    eprintln!("cpu + wgpu peers: speeds {speeds:?} samples/s -> rows {rows:?} of {batch}");
+    // Within 15% of the speed share, or one row (the rounding of a 12-row batch).
+    for (sp, r) in speeds.iter().zip(&rows) {
+        let (want, got) = (sp / total, *r as f64 / batch);
+        assert!((got - want).abs() <= (0.15 * want).max(1.0 / batch), "share {got} for a speed share {want}");
+    }
+    let ev = events(&out.run_dir);
+    let rebalance: Vec<&serde_json::Value> = ev.iter().filter(|e| e["kind"] == "rebalance").collect();
+    assert!(!rebalance.is_empty() && rebalance[0]["detail"].as_str().unwrap().contains("samples/s"), "{ev:?}");
+    let (first, last) = first_and_last_loss(&out.run_dir, 5);
+    assert!(last < 0.8 * first, "loss {first} -> {last}");
+}
+
+/// `device.choose = "fastest"` times real training steps of the run's model on the CPU and on
+/// the WGPU adapter (llvmpipe here, allowed explicitly) and takes the faster, with the figures in
+/// the reason: on a software adapter the CPU wins for this small model.
+#[test]
+fn fastest_device_choice_times_each_device_and_says_why() {
+    if !wgpu_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let sets =
+        ["device.device=\"auto\"", "device.choose=\"fastest\"", "device.allow_software_wgpu=true", "training.epochs=1"];
+    let s = train_in(tmp.path(), "fastest", smoke(tmp.path(), &sets));
+    eprintln!("chosen: {} ({})", s.device, s.device_reason);
+    assert!(s.device_reason.starts_with("fastest of "), "{}", s.device_reason);
+    assert_eq!(s.device_reason.matches("samples/s").count(), 2, "{}", s.device_reason);
+    assert!(s.device_reason.contains("llvmpipe") || s.device_reason.contains("wgpu"), "{}", s.device_reason);
+    assert!(s.device.contains("flex"), "the CPU backend should win on a software adapter: {}", s.device);
+    // Only with device = "auto".
+    let err = smoke_builder(tmp.path(), &["device.choose=\"fastest\""]).build().unwrap_err().to_string();
+    assert!(err.contains("device.choose") && err.contains("auto"), "{err}");
 }

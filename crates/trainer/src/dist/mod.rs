@@ -1,0 +1,566 @@
+//! Data-parallel training on several devices and machines, on Burn's collective
+//! (`burn-collective`: all-reduce between peers; one thread per device on a machine, several
+//! machines through its global orchestrator over websockets).
+//!
+//! One peer per device. Peer 0 (the leader, on node 0) runs the training loop: data order,
+//! schedules, the loss-scale and NaN policies, the optimizer, validation, checkpoints and
+//! metrics, all written once. Every step, with three all-reduces:
+//! 1. the leader's command ([`protocol::Command`]): the step's dataset indices, each peer's rows
+//!    of each micro-batch, the epoch, dropout seed and loss scale;
+//! 2. the leader's weights (f32 masters), so every peer computes on exactly the same weights
+//!    (the leader contributes them, the others zeros: the sum is exact);
+//! 3. every peer's gradients of its share, weighted by its rows so that the sum is the gradient
+//!    of the single-device step on the whole batch, with each peer's loss, correct count,
+//!    samples and compute seconds.
+//!
+//! The leader then reads the reduced loss and gradient norm once, so the finite check, the loss
+//! scale and the recovery decisions are the group's, and applies the one update. Peers other
+//! than the leader keep no state between steps: resume, NaN rollback and device-fault recovery
+//! are the single-device code paths, and unlike devices (a CPU and a GPU) never drift apart.
+//! The price is the weights' all-reduce (one model's worth of traffic per step besides the
+//! gradients), stated in docs/PERFORMANCE.md.
+
+pub mod balance;
+pub mod config;
+pub mod flat;
+pub mod protocol;
+mod watch;
+
+pub use watch::EXIT_PEER_LOST;
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
+use burn::tensor::{FloatDType, Tensor, TensorData, TensorPrimitive};
+use burn_collective::{
+    all_reduce, finish_collective, register, reset_collective, CollectiveConfig, PeerId, ReduceOperation,
+};
+use data::dataset::SignDataset;
+use data::loader::{HostBatch, ItemBatcher};
+use models::{ModelConfig, SignModel};
+
+use crate::optim::Optim;
+use crate::profile::Profiler;
+use crate::step::{apply_gradients, compute_gradients, StepGradients, StepOutcome, StepSettings};
+use crate::{InnerBackend, Result, TrainBackend, TrainError};
+use balance::SpeedWindow;
+pub use config::{Balance, DistributedConfig};
+use protocol::{Command, GradLayout, Hello, StepHeader};
+use watch::Watch;
+
+type Device = device::DispatchDevice;
+
+/// One device of the group, as named in messages and `summary.json`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PeerInfo {
+    /// Global rank (burn-collective's `PeerId`).
+    pub rank: usize,
+    /// Node (machine) index.
+    pub node: u32,
+    /// Backend and device (`cpu`, `wgpu: llvmpipe ...`).
+    pub device: String,
+}
+
+impl PeerInfo {
+    /// `peer 1 (cpu, node 0)`.
+    pub fn label(&self) -> String {
+        format!("peer {} ({}, node {})", self.rank, self.device, self.node)
+    }
+}
+
+/// What every peer needs to compute its share of a step: shared by the threads of a process;
+/// another node rebuilds the same from the same config.
+#[derive(Clone)]
+pub struct Workload {
+    /// The loaded dataset.
+    pub dataset: Arc<SignDataset>,
+    /// Augmentation and preprocessing, keyed by (epoch, index) like the leader's loader.
+    pub batcher: ItemBatcher,
+    /// Architecture.
+    pub model: ModelConfig,
+    /// `training.label_smoothing`.
+    pub label_smoothing: f64,
+}
+
+impl std::fmt::Debug for Workload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Workload").field("model", &self.model.kind()).finish()
+    }
+}
+
+impl Workload {
+    fn model(&self, device: &Device) -> Result<SignModel<TrainBackend>> {
+        let ds = &self.dataset;
+        Ok(self.model.init::<TrainBackend>(ds.features, ds.num_classes(), device))
+    }
+
+    fn loss_fn(&self, device: &Device) -> CrossEntropyLoss<TrainBackend> {
+        let s = self.label_smoothing;
+        CrossEntropyLossConfig::new().with_smoothing((s > 0.0).then_some(s as f32)).init::<TrainBackend>(device)
+    }
+}
+
+/// The collective's configuration for this machine.
+pub fn collective_config(cfg: &DistributedConfig) -> CollectiveConfig {
+    let c = CollectiveConfig::default().with_num_devices(cfg.local_peers());
+    if cfg.nodes <= 1 {
+        return c;
+    }
+    let addr = |s: String| s.parse::<burn_communication::Address>().expect("addresses parse from any string");
+    let ws = |s: &str| if s.contains("://") { s.to_string() } else { format!("ws://{s}") };
+    c.with_num_nodes(cfg.nodes)
+        .with_global_address(addr(ws(cfg.orchestrator.trim())))
+        .with_node_address(addr(format!("{}:{}", ws(cfg.node_address.trim()), cfg.data_port)))
+        .with_data_service_port(cfg.data_port)
+}
+
+/// This machine's devices for `[distributed] devices` (`gpus` = every CUDA GPU).
+pub fn local_devices(cfg: &crate::ExperimentConfig) -> Result<Vec<device::SelectedDevice>> {
+    let d = &cfg.distributed;
+    let policy = cfg.device.policy();
+    if d.devices.len() == 1 && d.devices[0].trim().eq_ignore_ascii_case("gpus") {
+        let inv = device::probe::probe_cuda();
+        let n = inv.gpus.len();
+        if n == 0 {
+            return Err(TrainError::Invalid(format!(
+                "distributed.devices = [\"gpus\"] asks for every CUDA GPU, but none is usable: {:?}",
+                inv.status
+            )));
+        }
+        return (0..n).map(|i| Ok(device::resolve(&device::DeviceSpec::Cuda(Some(i)), &policy)?)).collect();
+    }
+    d.devices
+        .iter()
+        .map(|s| {
+            let spec: device::DeviceSpec = s.parse()?;
+            Ok(device::resolve(&spec, &policy)?)
+        })
+        .collect()
+}
+
+/// Calls into the collective for one peer, with the watchdog told what it waits on.
+struct Link {
+    rank: usize,
+    device: Device,
+    watch: Arc<Watch>,
+}
+
+impl Link {
+    /// Sum `v` over the group.
+    fn reduce(&self, what: &'static str, v: Tensor<InnerBackend, 1>) -> Result<Tensor<InnerBackend, 1>> {
+        self.watch.enter(self.rank, what);
+        let r = all_reduce::<InnerBackend>(PeerId(self.rank as u32), v.into_primitive().tensor(), ReduceOperation::Sum);
+        self.watch.leave(self.rank);
+        match r {
+            Ok(t) => Ok(Tensor::from_primitive(TensorPrimitive::Float(t))),
+            Err(e) => Err(self.watch.error(self.rank, what, format!("{e:?}"))),
+        }
+    }
+
+    fn reduce_host(&self, what: &'static str, v: Vec<f32>) -> Result<Vec<f32>> {
+        let n = v.len();
+        let t = Tensor::<InnerBackend, 1>::from_data(TensorData::new(v, [n]), &self.device);
+        let out = self.reduce(what, t)?;
+        out.into_data().to_vec::<f32>().map_err(|e| TrainError::Invalid(format!("reading the {what} message: {e:?}")))
+    }
+}
+
+fn host_tensor(v: Vec<f32>, device: &Device) -> Tensor<InnerBackend, 1> {
+    let n = v.len();
+    Tensor::from_data(TensorData::new(v, [n]), device)
+}
+
+/// A peer's share of a step: the gradients as one flat vector followed by its statistics.
+fn share_vector(
+    model: &SignModel<TrainBackend>,
+    g: &StepGradients,
+    layout: &GradLayout,
+    rank: usize,
+    device: &Device,
+    start: Instant,
+) -> Tensor<InnerBackend, 1> {
+    let grads = flat::grads(model, &g.grads, device);
+    // Wait for the device, so the seconds are the share's real compute time.
+    device::memory::sync(device);
+    let stats = layout.stats(rank, g.samples, start.elapsed().as_secs_f64());
+    Tensor::cat(vec![grads, g.loss.clone(), g.correct.clone(), host_tensor(stats[2..].to_vec(), device)], 0)
+}
+
+/// The leader's handle on the group (peer 0 on node 0).
+pub struct Group {
+    link: Link,
+    info: Vec<PeerInfo>,
+    threads: Vec<JoinHandle<()>>,
+    hello: Hello,
+    layout: GradLayout,
+    balance: Balance,
+    rebalance_every: usize,
+    weights: Vec<f64>,
+    window: SpeedWindow,
+    /// Steps since the shares last changed (the first one after a change warms up new shapes).
+    since_change: usize,
+    last_speeds: Option<Vec<f64>>,
+    rebalances: usize,
+    multi_node: bool,
+    finished: bool,
+}
+
+impl std::fmt::Debug for Group {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Group").field("peers", &self.info).field("weights", &self.weights).finish()
+    }
+}
+
+/// A change of shares, for the run's events.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rebalanced {
+    /// Measured samples/s per peer.
+    pub speeds: Vec<f64>,
+    /// Rows per peer of a full micro-batch, from now on.
+    pub rows: Vec<usize>,
+}
+
+impl Group {
+    /// Start the group of `cfg` (this process is node 0): worker threads for local peers 1..,
+    /// then the leader's registration and the opening message. `devices[0]` is the leader's.
+    pub fn start(
+        cfg: &crate::ExperimentConfig,
+        devices: &[device::SelectedDevice],
+        work: Workload,
+        leader_model: &SignModel<TrainBackend>,
+        batch: usize,
+        accumulation: usize,
+        compute: FloatDType,
+    ) -> Result<Self> {
+        let d = &cfg.distributed;
+        let collective = collective_config(d);
+        let total = d.total_peers();
+        let watch = Watch::new(d, devices);
+        let info = peer_infos(d, devices, &cfg.device.device.to_string());
+        let mut threads = Vec::new();
+        for (i, dev) in devices.iter().enumerate().skip(1) {
+            threads.push(spawn_peer(i, dev.device.clone(), work.clone(), collective.clone(), watch.clone(), cfg)?);
+        }
+        let device = devices[0].device.clone();
+        let link = Link { rank: 0, device: device.clone(), watch: watch.clone() };
+        watch.enter(0, "registration");
+        let reg = register::<InnerBackend>(PeerId(0), device.clone(), collective);
+        watch.leave(0);
+        reg.map_err(|e| watch.error(0, "registration", format!("{e:?}")))?;
+        let params = flat::len(leader_model);
+        let hello =
+            Hello { batch, accumulation, peers: total, params: params as u64, dtype: protocol::dtype_code(compute) };
+        link.reduce_host("opening message", hello.encode())?;
+        let weights = match d.balance {
+            Balance::Fixed => d.shares.clone(),
+            _ => vec![1.0; total],
+        };
+        Ok(Self {
+            link,
+            info,
+            threads,
+            hello,
+            layout: GradLayout { params, peers: total },
+            balance: d.balance,
+            rebalance_every: d.rebalance_every,
+            weights,
+            window: SpeedWindow::new(total),
+            since_change: 0,
+            last_speeds: None,
+            rebalances: 0,
+            multi_node: d.nodes > 1,
+            finished: false,
+        })
+    }
+
+    /// The group's peers.
+    pub fn peers(&self) -> &[PeerInfo] {
+        &self.info
+    }
+
+    /// Rows per peer of a full micro-batch with the current shares.
+    pub fn rows(&self) -> Vec<usize> {
+        balance::split(self.hello.batch, &self.weights)
+    }
+
+    /// The last measured samples/s per peer.
+    pub fn speeds(&self) -> Option<&[f64]> {
+        self.last_speeds.as_deref()
+    }
+
+    /// Share changes so far.
+    pub fn rebalances(&self) -> usize {
+        self.rebalances
+    }
+
+    /// The group for `summary.json`.
+    pub fn summary(&self) -> crate::report::GroupSummary {
+        let rows = self.rows();
+        crate::report::GroupSummary {
+            balance: self.balance,
+            rebalances: self.rebalances,
+            peers: self
+                .info
+                .iter()
+                .enumerate()
+                .map(|(i, p)| crate::report::PeerSummary {
+                    peer: p.clone(),
+                    rows: rows[i],
+                    samples_per_s: self.last_speeds.as_ref().map(|s| s[i]),
+                })
+                .collect(),
+        }
+    }
+
+    /// One optimizer step of the group over the host micro-batches `micro` (their rows are split
+    /// among the peers; the leader computes its rows from these batches, the others prepare
+    /// theirs from the indices). Returns the updated model, the outcome (over the whole batch)
+    /// and a change of shares, if one was made.
+    #[allow(clippy::too_many_arguments)]
+    pub fn step(
+        &mut self,
+        model: SignModel<TrainBackend>,
+        optim: &mut Optim,
+        loss_fn: &CrossEntropyLoss<TrainBackend>,
+        settings: &StepSettings,
+        prof: &mut Profiler,
+        epoch: usize,
+        micro: &[HostBatch],
+    ) -> Result<(SignModel<TrainBackend>, StepOutcome, Option<Rebalanced>)> {
+        let device = self.link.device.clone();
+        let rows: Vec<Vec<usize>> = micro.iter().map(|hb| balance::split(hb.batch, &self.weights)).collect();
+        let header = StepHeader {
+            epoch,
+            dropout_seed: settings.dropout_seed,
+            loss_scale: settings.loss_scale,
+            rows: rows.clone(),
+            indices: micro.iter().flat_map(|hb| hb.indices.iter().copied()).collect(),
+        };
+        self.link.reduce_host("step command", Command::Step(header.clone()).encode(&self.hello))?;
+        self.link.reduce("weights", flat::weights(&model, &device))?;
+        let start = Instant::now();
+        let g = compute_gradients(&device, &model, loss_fn, settings, &header.weights(0), prof, |k| {
+            Ok(micro[k].rows(0..rows[k][0]).to_device(&device))
+        })?;
+        let own = share_vector(&model, &g, &self.layout, 0, &device, start);
+        let reduced = self.link.reduce("gradients", own)?;
+        let n = self.layout.params;
+        let p = self.layout.peers;
+        let tail = reduced.clone().slice(n + 2..n + 2 + 2 * p).into_data().to_vec::<f32>().unwrap_or_default();
+        let samples: Vec<f64> = tail.iter().take(p).map(|&x| x as f64).collect();
+        let seconds: Vec<f64> = tail.iter().skip(p).map(|&x| x as f64).collect();
+        let total = StepGradients {
+            grads: flat::load_grads(&model, reduced.clone().slice(0..n)),
+            loss: reduced.clone().slice(n..n + 1),
+            correct: reduced.slice(n + 1..n + 2),
+            samples: samples.iter().sum::<f64>().round() as u64,
+            memory: g.memory,
+        };
+        let (model, outcome) = apply_gradients(&device, model, optim, settings, total, prof);
+        Ok((model, outcome, self.measure(&samples, &seconds)))
+    }
+
+    /// Record one step's speeds; with measured balance, set new shares when a window is full.
+    fn measure(&mut self, samples: &[f64], seconds: &[f64]) -> Option<Rebalanced> {
+        self.since_change += 1;
+        if self.since_change == 1 {
+            return None; // the first step on new shapes compiles and tunes kernels
+        }
+        self.window.add(samples, seconds);
+        // The first shares are set after a short window; later ones every `rebalance_every`.
+        let want = if self.rebalances == 0 { self.rebalance_every.min(3) } else { self.rebalance_every };
+        if self.window.steps() < want {
+            return None;
+        }
+        let speeds = self.window.speeds();
+        self.window = SpeedWindow::new(self.layout.peers);
+        let speeds = speeds?;
+        self.last_speeds = Some(speeds.clone());
+        if self.balance != Balance::Measured {
+            return None;
+        }
+        let before = self.rows();
+        self.weights = speeds.clone();
+        self.rebalances += 1;
+        let rows = self.rows();
+        if rows != before {
+            self.since_change = 0;
+        }
+        Some(Rebalanced { speeds, rows })
+    }
+
+    /// Tell every peer the run is over and wait for this machine's peers to leave.
+    pub fn finish(mut self) -> Result<()> {
+        self.finished = true;
+        self.link.reduce_host("stop command", Command::Stop.encode(&self.hello))?;
+        let _ = finish_collective::<InnerBackend>(PeerId(0));
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        self.link.watch.stop();
+        match self.link.watch.failure() {
+            Some((peer, message)) => Err(TrainError::Group { peer, message }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Group {
+    /// A leader that stops early (an error, a panic) releases the peers waiting on it.
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.link.watch.stop();
+        if !self.multi_node {
+            reset_collective::<InnerBackend>();
+            for t in self.threads.drain(..) {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+/// `peer 0 (cpu, node 0) 812 samples/s -> 24 rows, ...` for the `rebalance` event.
+pub fn describe_rebalance(peers: &[PeerInfo], r: &Rebalanced) -> String {
+    let parts: Vec<String> = peers
+        .iter()
+        .zip(r.speeds.iter().zip(&r.rows))
+        .map(|(p, (s, rows))| format!("{} {s:.1} samples/s -> {rows} rows", p.label()))
+        .collect();
+    format!("shares from measured speeds: {}", parts.join(", "))
+}
+
+/// Every peer of the group; another node's devices are known by their spec (its `devices`
+/// entries, or `fallback`, its `[device]`).
+fn peer_infos(d: &DistributedConfig, devices: &[device::SelectedDevice], fallback: &str) -> Vec<PeerInfo> {
+    let local = d.local_peers();
+    (0..d.total_peers())
+        .map(|rank| {
+            let node = (rank / local) as u32;
+            let device = if node == d.node_rank {
+                devices.get(rank % local).map_or("?".into(), |s| s.selection.name.clone())
+            } else {
+                d.devices.get(rank % local).cloned().unwrap_or_else(|| fallback.to_string())
+            };
+            PeerInfo { rank, node, device }
+        })
+        .collect()
+}
+
+fn spawn_peer(
+    local: usize,
+    device: Device,
+    work: Workload,
+    collective: CollectiveConfig,
+    watch: Arc<Watch>,
+    cfg: &crate::ExperimentConfig,
+) -> Result<JoinHandle<()>> {
+    let d = &cfg.distributed;
+    let rank = d.node_rank as usize * d.local_peers() + local;
+    let die_at = cfg.fault.peer_dies_at_step.filter(|_| rank + 1 == d.total_peers());
+    std::thread::Builder::new()
+        .name(format!("signflow-peer-{rank}"))
+        .spawn(move || {
+            let link = Link { rank, device, watch: watch.clone() };
+            let body = std::panic::AssertUnwindSafe(|| serve_peer(&link, &work, collective, die_at));
+            let result = match std::panic::catch_unwind(body) {
+                Ok(r) => r.map_err(|e| e.to_string()),
+                Err(payload) => Err(crate::fault::panic_message(&*payload)),
+            };
+            if let Err(message) = result {
+                watch.peer_failed(rank, message);
+            }
+        })
+        .map_err(|e| TrainError::Invalid(format!("cannot start the thread of peer {rank}: {e}")))
+}
+
+/// The loop of a peer other than the leader: commands until `Stop`.
+fn serve_peer(link: &Link, work: &Workload, collective: CollectiveConfig, die_at: Option<usize>) -> Result<()> {
+    let (rank, device) = (link.rank, link.device.clone());
+    // Built before registering, so its draws from Burn's process-wide generator happen before
+    // the leader (which waits for every registration) goes on. The leader's weights replace it.
+    let mut model = work.model(&device)?;
+    link.watch.enter(rank, "registration");
+    let reg = register::<InnerBackend>(PeerId(rank as u32), device.clone(), collective);
+    link.watch.leave(rank);
+    reg.map_err(|e| link.watch.error(rank, "registration", format!("{e:?}")))?;
+    let hello = Hello::decode(&link.reduce_host("opening message", vec![0.0; protocol::HELLO_LEN])?)
+        .ok_or_else(|| TrainError::Invalid("the leader's opening message is malformed".into()))?;
+    let params = flat::len(&model);
+    if hello.params != params as u64 {
+        return Err(TrainError::Invalid(format!(
+            "this peer's model has {params} trainable parameters, the leader's {}: the nodes' configs differ",
+            hello.params
+        )));
+    }
+    let layout = GradLayout { params, peers: hello.peers };
+    let loss_fn = work.loss_fn(&device);
+    let mut prof = Profiler::new(false);
+    let mut steps = 0usize;
+    loop {
+        let v = link.reduce_host("step command", vec![0.0; protocol::command_len(&hello)])?;
+        let header = match Command::decode(&v, &hello) {
+            Some(Command::Stop) => break,
+            Some(Command::Step(h)) => h,
+            None => return Err(TrainError::Invalid("a malformed step command from the leader".into())),
+        };
+        if die_at == Some(steps) {
+            panic!("injected peer failure at step {steps} (fault.peer_dies_at_step)");
+        }
+        model = flat::load_weights(model, link.reduce("weights", Tensor::zeros([params], &device))?);
+        let start = Instant::now();
+        let settings = StepSettings {
+            compute: protocol::dtype_from_code(hello.dtype),
+            micro_batches: header.rows.len(),
+            loss_scale: header.loss_scale,
+            lr: 0.0,
+            clip_grad_norm: 0.0,
+            dropout_seed: header
+                .dropout_seed
+                .map(|(seed, step)| (seed ^ (rank as u64).wrapping_mul(0x9E37_79B9), step)),
+            faults: Default::default(),
+            sample_memory: false,
+        };
+        let g = compute_gradients(&device, &model, &loss_fn, &settings, &header.weights(rank), &mut prof, |k| {
+            Ok(work.batcher.host_batch(&work.dataset, header.share(k, rank), header.epoch).to_device(&device))
+        })?;
+        link.reduce("gradients", share_vector(&model, &g, &layout, rank, &device, start))?;
+        steps += 1;
+    }
+    let _ = finish_collective::<InnerBackend>(PeerId(rank as u32));
+    Ok(())
+}
+
+/// Run this machine's peers of a group whose leader is on another node (`distributed.node_rank
+/// > 0`), until the leader stops the run.
+pub fn serve_node(cfg: &crate::ExperimentConfig, work: Workload, devices: &[device::SelectedDevice]) -> Result<()> {
+    let d = &cfg.distributed;
+    let collective = collective_config(d);
+    let watch = Watch::new(d, devices);
+    let mut threads = Vec::new();
+    for (i, dev) in devices.iter().enumerate() {
+        threads.push(spawn_peer(i, dev.device.clone(), work.clone(), collective.clone(), watch.clone(), cfg)?);
+    }
+    for t in threads {
+        let _ = t.join();
+    }
+    watch.stop();
+    match watch.failure() {
+        Some((peer, message)) => Err(TrainError::Group { peer, message }),
+        None => Ok(()),
+    }
+}
+
+/// Run the global orchestrator that the nodes of a multi-machine group meet through, until the
+/// process is interrupted.
+pub fn orchestrator(port: u16) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| TrainError::Invalid(format!("cannot start the orchestrator's runtime: {e}")))?;
+    rt.block_on(burn_collective::start_global_orchestrator(port));
+    Ok(())
+}
