@@ -17,6 +17,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod candidates;
 pub mod capabilities;
 /// Errors of probing and selection.
 pub mod error;
@@ -29,6 +30,7 @@ pub mod select;
 pub mod spec;
 
 pub use burn::DispatchDevice;
+pub use candidates::{candidates, Choose};
 pub use capabilities::{Capabilities, DtypeSupport, Precision, PrecisionSetting, ResolvedPrecision};
 pub use error::{DeviceError, Result};
 pub use inventory::Inventory;

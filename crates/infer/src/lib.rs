@@ -101,6 +101,9 @@ pub struct PredictorOptions {
     pub top_k: usize,
     /// Run one forward pass at load so the first real call is not the slow one.
     pub warm_up: bool,
+    /// With `device = auto`: the fixed ranking, or `Fastest`: time batch-1 forwards of this model
+    /// on each usable kind of device and take the one with the lowest median latency.
+    pub choose: device::Choose,
 }
 
 impl Default for PredictorOptions {
@@ -111,6 +114,7 @@ impl Default for PredictorOptions {
             precision: PrecisionSetting::Auto,
             top_k: 5,
             warm_up: true,
+            choose: device::Choose::Ranked,
         }
     }
 }
@@ -148,6 +152,7 @@ pub struct Predictor {
     preprocessor: Preprocessor,
     device: device::DispatchDevice,
     device_name: String,
+    device_reason: String,
     precision: Precision,
     top_k: usize,
     dir: PathBuf,
@@ -157,7 +162,59 @@ impl Predictor {
     /// Load `run_dir` (or its `model/` directory) onto the selected device.
     pub fn load(run_dir: &Path, opts: &PredictorOptions) -> Result<Self> {
         let dir = bundle::layout::find_model_dir(run_dir)?;
+        if opts.device == DeviceSpec::Auto && opts.choose == device::Choose::Fastest {
+            return Self::load_fastest(&dir, opts);
+        }
         let selected = device::resolve(&opts.device, &opts.policy)?;
+        Self::load_on(dir, selected, opts)
+    }
+
+    /// Batch-1 forwards timed per candidate device (after two warm-up passes).
+    const TIMED_FORWARDS: usize = 10;
+
+    /// `Choose::Fastest`: the model on every usable kind of device, batch-1 latency timed on
+    /// each; the fastest is kept, with the figures in its reason.
+    fn load_fastest(dir: &Path, opts: &PredictorOptions) -> Result<Self> {
+        let (found, _skipped) = device::candidates(&opts.policy);
+        let mut best: Option<(f64, Self)> = None;
+        let mut figures = Vec::new();
+        for selected in found {
+            let p = Self::load_on(dir.to_path_buf(), selected, &PredictorOptions { warm_up: true, ..opts.clone() })?;
+            let ms = p.batch1_latency_ms(Self::TIMED_FORWARDS)?;
+            figures.push((p.device_name.clone(), format!("{ms:.2} ms")));
+            if best.as_ref().is_none_or(|(b, _)| ms < *b) {
+                best = Some((ms, p));
+            }
+        }
+        let (_, mut p) = best.ok_or_else(|| InferError::Unsupported("no usable device".into()))?;
+        p.device_reason = device::candidates::fastest_reason(
+            &figures,
+            &format!("median of {} batch-1 forwards of this model", Self::TIMED_FORWARDS),
+        );
+        Ok(p)
+    }
+
+    /// Median wall time of `runs` batch-1 forwards of a zero window, ms.
+    fn batch1_latency_ms(&self, runs: usize) -> Result<f64> {
+        let w = self.window();
+        let input = Prepared {
+            window: w,
+            features: self.card.input_features,
+            valid: w,
+            data: vec![0.0; w * self.card.input_features],
+        };
+        self.predict_prepared(std::slice::from_ref(&input))?;
+        let mut times = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            let t0 = std::time::Instant::now();
+            self.predict_prepared(std::slice::from_ref(&input))?;
+            times.push(t0.elapsed().as_secs_f64() * 1e3);
+        }
+        times.sort_by(f64::total_cmp);
+        Ok(times[times.len() / 2])
+    }
+
+    fn load_on(dir: PathBuf, selected: device::SelectedDevice, opts: &PredictorOptions) -> Result<Self> {
         let resolved = opts.precision.resolve(&selected.selection.capabilities);
         if resolved.warning.is_some() {
             let caps = &selected.selection.capabilities;
@@ -180,6 +237,7 @@ impl Predictor {
             preprocessor,
             device: selected.device,
             device_name: selected.selection.name,
+            device_reason: selected.selection.reason,
             precision,
             top_k: opts.top_k.clamp(1, card.labels.len()),
             card,
@@ -196,6 +254,11 @@ impl Predictor {
             p.predict_prepared(&[warm])?;
         }
         Ok(p)
+    }
+
+    /// Why this device was chosen (with the timings, for `Choose::Fastest`).
+    pub fn device_reason(&self) -> &str {
+        &self.device_reason
     }
 
     /// The model card.

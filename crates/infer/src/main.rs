@@ -27,6 +27,13 @@ struct ModelArgs {
     /// auto, cpu, cuda, cuda:N, wgpu, wgpu:N
     #[arg(long, default_value = "auto")]
     device: DeviceSpec,
+    /// With --device auto: ranked (CUDA, then WGPU, then CPU) or fastest (time batch-1 forwards
+    /// of the model on each usable kind and take the quickest).
+    #[arg(long, default_value = "ranked")]
+    choose: device::Choose,
+    /// Let --choose fastest try software Vulkan adapters (llvmpipe).
+    #[arg(long)]
+    allow_software_wgpu: bool,
 }
 
 #[derive(Subcommand)]
@@ -191,8 +198,13 @@ fn main() -> ExitCode {
 }
 
 fn load(m: &ModelArgs, precision: PrecisionSetting, top_k: usize) -> Result<Predictor> {
-    let opts = PredictorOptions { device: m.device, precision, top_k, ..Default::default() };
-    Ok(Predictor::load(&m.model, &opts)?)
+    let policy = device::SelectionPolicy { allow_software_wgpu: m.allow_software_wgpu, ..Default::default() };
+    let opts = PredictorOptions { device: m.device, precision, top_k, choose: m.choose, policy, ..Default::default() };
+    let predictor = Predictor::load(&m.model, &opts)?;
+    if m.choose == device::Choose::Fastest {
+        eprintln!("device: {} ({})", predictor.device_name(), predictor.device_reason());
+    }
+    Ok(predictor)
 }
 
 fn collect_inputs(input: &Path) -> Result<Vec<PathBuf>> {

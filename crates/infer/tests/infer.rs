@@ -566,4 +566,28 @@ fn wgpu_predictions_equal_the_cpus_and_the_cli_runs_there() {
     let (code, stdout, stderr) = cli(&["stream", "--model", &model, "--device", "wgpu", "--input", &clip, "--json"]);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(!stdout.trim().is_empty(), "stream printed nothing: {stderr}");
+
+    // Choose::Fastest times batch-1 forwards on the CPU and on llvmpipe (allowed explicitly) and
+    // keeps the quicker, with both figures in the reason: the CPU, for this model.
+    let policy = device::SelectionPolicy { allow_software_wgpu: true, ..Default::default() };
+    let opts = PredictorOptions { choose: device::Choose::Fastest, policy, ..Default::default() };
+    let fastest = Predictor::load(&t.run_dir, &opts).unwrap();
+    eprintln!("fastest: {} ({})", fastest.device_name(), fastest.device_reason());
+    assert!(fastest.device_reason().starts_with("fastest of "), "{}", fastest.device_reason());
+    assert_eq!(fastest.device_reason().matches(" ms").count(), 2, "{}", fastest.device_reason());
+    assert!(fastest.device_name().contains("flex"), "{}", fastest.device_reason());
+    assert_eq!(fastest.predict_batch(&samples).unwrap(), on_cpu);
+    let (code, _, stderr) = cli(&[
+        "predict",
+        "--model",
+        &model,
+        "--choose",
+        "fastest",
+        "--allow-software-wgpu",
+        "--input",
+        &clip,
+        "--json",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("fastest of "), "{stderr}");
 }

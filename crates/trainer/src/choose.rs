@@ -7,8 +7,6 @@
 
 use std::time::Instant;
 
-use device::{DeviceSpec, SelectedDevice};
-
 use crate::bench::{time_train_steps, BenchOptions};
 use crate::config::ExperimentConfig;
 use crate::resolve::{ResolvedCompute, ResolvedData};
@@ -28,34 +26,11 @@ pub struct Candidate {
     pub seconds: f64,
 }
 
-/// The usable devices of each kind, in the fixed ranking's order, and why the others were left
-/// out.
-fn candidates(cfg: &ExperimentConfig) -> (Vec<SelectedDevice>, Vec<String>) {
-    let policy = cfg.device.policy();
-    let mut found = Vec::new();
-    let mut skipped = Vec::new();
-    for spec in [DeviceSpec::Cuda(None), DeviceSpec::Wgpu(None), DeviceSpec::Cpu] {
-        match device::resolve(&spec, &policy) {
-            Ok(d) => {
-                let software = matches!(&d.selection.target, device::Target::Wgpu { kind, .. } if kind.is_software());
-                if software && !policy.allow_software_wgpu {
-                    skipped
-                        .push(format!("{} (software adapter; device.allow_software_wgpu = false)", d.selection.name));
-                } else {
-                    found.push(d);
-                }
-            }
-            Err(e) => skipped.push(format!("{spec}: {e}")),
-        }
-    }
-    (found, skipped)
-}
-
 /// Time every usable device on `cfg`'s model with the run's batch (32 while the batch size is
 /// still `"auto"`), window and features, and return the fastest with its precision. `ranked` is
 /// the fixed ranking's choice, returned as it is when it is the only usable device.
 pub fn fastest(cfg: &ExperimentConfig, input: &ResolvedData, ranked: ResolvedCompute) -> Result<ResolvedCompute> {
-    let (found, skipped) = candidates(cfg);
+    let (found, skipped) = device::candidates(&cfg.device.policy());
     if found.len() < 2 {
         let mut r = ranked;
         r.device.selection.reason = format!(
@@ -92,18 +67,20 @@ pub fn fastest(cfg: &ExperimentConfig, input: &ResolvedData, ranked: ResolvedCom
         .enumerate()
         .max_by(|a, b| a.1 .1.samples_per_s.total_cmp(&b.1 .1.samples_per_s))
         .map_or(0, |(i, _)| i);
-    let figures: Vec<String> = timed
+    let figures: Vec<(String, String)> = timed
         .iter()
-        .map(|(_, c)| format!("{} {:.0} samples/s ({:.1} s to measure)", c.name, c.samples_per_s, c.seconds))
+        .map(|(_, c)| (c.name.clone(), format!("{:.0} samples/s ({:.1} s to measure)", c.samples_per_s, c.seconds)))
         .collect();
     let (mut compute, _) = timed.swap_remove(best);
-    compute.device.selection.reason = format!(
-        "fastest of {} ({TIMED_STEPS} timed training steps of the {} model at batch {} x {} frames x {} features)",
-        figures.join(", "),
-        cfg.model.kind(),
-        opts.batch,
-        opts.frames,
-        opts.features
+    compute.device.selection.reason = device::candidates::fastest_reason(
+        &figures,
+        &format!(
+            "{TIMED_STEPS} timed training steps of the {} model at batch {} x {} frames x {} features",
+            cfg.model.kind(),
+            opts.batch,
+            opts.frames,
+            opts.features
+        ),
     );
     Ok(compute)
 }

@@ -506,17 +506,6 @@ impl CheckpointConfig {
     }
 }
 
-/// How `device = "auto"` picks among the usable devices.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Choose {
-    /// The fixed ranking: CUDA, then a real WGPU adapter, then the CPU.
-    #[default]
-    Ranked,
-    /// Measured on the run's model and batch: the device with the most samples/s.
-    Fastest,
-}
-
 /// `[device]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -526,7 +515,7 @@ pub struct DeviceConfig {
     /// With `device = "auto"`: `ranked` (CUDA, then a real WGPU adapter, then the CPU) or
     /// `fastest` (time a few training steps of the run's model on each usable kind and take the
     /// fastest).
-    pub choose: Choose,
+    pub choose: device::Choose,
     /// GPU name fragments or CUDA ordinals, most preferred first.
     pub prefer: Vec<String>,
     /// Skip GPUs with less free memory.
@@ -540,7 +529,7 @@ impl Default for DeviceConfig {
         let p = SelectionPolicy::default();
         Self {
             device: DeviceSpec::Auto,
-            choose: Choose::Ranked,
+            choose: device::Choose::Ranked,
             prefer: p.prefer,
             min_free_memory_mib: p.min_free_memory_mib,
             allow_software_wgpu: p.allow_software_wgpu,
@@ -905,12 +894,16 @@ impl ExperimentConfig {
         check(t.early_stopping.min_delta >= 0.0, "training.early_stopping.min_delta", || "must be >= 0".into())?;
         check(!t.out_dir.is_empty(), "training.out_dir", || "must not be empty".into())?;
         self.distributed.validate()?;
-        check(self.device.choose == Choose::Ranked || self.device.device == DeviceSpec::Auto, "device.choose", || {
-            format!(
-                "\"fastest\" chooses among the usable devices, so device.device must be \"auto\", got \"{}\"",
-                self.device.device
-            )
-        })?;
+        check(
+            self.device.choose == device::Choose::Ranked || self.device.device == DeviceSpec::Auto,
+            "device.choose",
+            || {
+                format!(
+                    "\"fastest\" chooses among the usable devices, so device.device must be \"auto\", got \"{}\"",
+                    self.device.device
+                )
+            },
+        )?;
         check(self.checkpoint.keep_last >= 1, "checkpoint.keep_last", || {
             "must be at least 1 (the last checkpoint is what --resume continues from)".into()
         })?;

@@ -135,7 +135,7 @@ impl ResolvedRun {
     ) -> Result<Self> {
         let mut compute = ResolvedCompute::resolve(&cfg)?;
         let input = ResolvedData::resolve(&cfg, progress)?;
-        let measure = cfg.device.choose == crate::config::Choose::Fastest
+        let measure = cfg.device.choose == device::Choose::Fastest
             && cfg.device.device == device::DeviceSpec::Auto
             && cfg.distributed.devices.is_empty();
         if measure {
