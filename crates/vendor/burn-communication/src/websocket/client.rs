@@ -23,7 +23,24 @@ impl ProtocolClient for WsClient {
 }
 
 /// Open a new WebSocket connection to the address
+///
+/// SignFlow patch: retried for up to 10 s. Another node learns this node's address from the
+/// orchestrator and may connect before this node's server (spawned on registration) listens;
+/// upstream tried once and the caller panicked with "Failed to connect".
 async fn connect_ws(address: Address, route: String) -> Option<WsClientChannel> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match connect_ws_once(address.clone(), route.clone()).await {
+            Some(c) => return Some(c),
+            None if std::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await
+            }
+            None => return None,
+        }
+    }
+}
+
+async fn connect_ws_once(address: Address, route: String) -> Option<WsClientChannel> {
     let address = parse_ws_address(address).ok()?;
     let address = format!("{address}/{route}");
     const MB: usize = 1024 * 1024;
