@@ -101,6 +101,33 @@ print('ok: top-1', top(g)['label'], 'same as the CPU' if top(g)['index'] == top(
   fi
 done
 
+# Data-parallel: a CPU peer plus the GPU peer (shares by measured speed), and every CUDA GPU when
+# there are several; then the fastest-device choice.
+for b in "${backends[@]}"; do
+  dir="$work/group-cpu-$b"
+  rm -rf "$dir"
+  if run "$BIN/trainer" --devices "cpu,$b" --balance measured --out "$dir" "${common[@]}" \
+      --set distributed.rebalance_every=4 --set device.allow_software_wgpu=true; then
+    result "data-parallel cpu + $b, measured shares" "$b" "ok: $(python3 -c "import json;d=json.load(open('$dir/summary.json'));print('train loss',round(d['last']['train_loss'],3),'; peers',[(p['device'],p['rows'],round(p['samples_per_s'] or 0)) for p in d['distributed']['peers']],';',round(d['samples_per_s']),'samples/s')" 2>/dev/null || echo "see $dir/summary.json")"
+  else
+    result "data-parallel cpu + $b" "$b" "FAILED (exit $?)"
+  fi
+done
+if [[ " ${backends[*]} " == *" cuda "* ]] && [ "$(python3 -c "import json;print(len(json.load(open('$OUT/list.json'))['cuda']['gpus']))" 2>/dev/null || echo 0)" -gt 1 ]; then
+  dir="$work/group-gpus"
+  rm -rf "$dir"
+  run "$BIN/trainer" --devices gpus --out "$dir" "${common[@]}" \
+    && result "data-parallel on every CUDA GPU" cuda "ok: $(python3 -c "import json;d=json.load(open('$dir/summary.json'));print(len(d['distributed']['peers']),'peers;',round(d['samples_per_s']),'samples/s')" 2>/dev/null)" \
+    || result "data-parallel on every CUDA GPU" cuda "FAILED"
+fi
+dir="$work/fastest"
+rm -rf "$dir"
+if run "$BIN/trainer" --out "$dir" "${common[@]}" --set 'device.choose="fastest"' --set device.allow_software_wgpu=true; then
+  result "device.choose = fastest" "all" "$(python3 -c "import json;d=json.load(open('$dir/summary.json'));print(d['device'],':',d['device_reason'])" 2>/dev/null | tr '|' '/')"
+else
+  result "device.choose = fastest" "all" "FAILED"
+fi
+
 # NVML samples while a CUDA GPU is busy.
 if [[ " ${backends[*]} " == *" cuda "* ]]; then
   ( for _ in 1 2 3; do "$BIN/device" check --device cuda --size 8192 >/dev/null 2>&1; done ) &

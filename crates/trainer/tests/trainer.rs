@@ -1080,6 +1080,36 @@ fn two_cpu_peers_reach_the_weights_of_one_device() {
     let d = max_abs_diff(&go("adamw-one", &[]), &go("adamw-two", &["distributed.devices=[\"cpu\", \"cpu\"]"]));
     eprintln!("AdamW: 2 CPU peers vs 1 device: max |dw| {d:e}");
     assert!(d <= 2e-4, "AdamW: max |dw| {d}");
+    // BatchNorm (the conv-transformer) normalizes each peer's rows on their own, as DDP without
+    // SyncBatchNorm does: 2 peers x 4 rows equal one device accumulating 2 micro-batches of 4
+    // (the same rows: the loader shuffles, then cuts batches), not one batch of 8.
+    let conv = [
+        "model.kind=\"conv_transformer\"",
+        "model.dim=16",
+        "model.heads=2",
+        "model.drop_path=0.0",
+        "model.attention_dropout=0.0",
+        "model.late_dropout=0.0",
+        // Running statistics frozen: the group keeps the leader's, accumulation updates them twice.
+        "model.bn_momentum=0.0",
+        "optimizer.kind=sgd",
+        "optimizer.lr=0.05",
+        "training.epochs=1",
+        "checkpoint.every_steps=0",
+    ];
+    let go = |name: &str, extra: &[&str]| {
+        let sets: Vec<&str> = conv.iter().chain(extra).copied().collect();
+        let out =
+            run(smoke(tmp.path(), &sets), RunOptions { run_dir: Some(tmp.path().join(name)), ..Default::default() })
+                .unwrap();
+        exported_weights(&out.run_dir)
+    };
+    let group = go("bn-two", &["training.batch_size=8", "distributed.devices=[\"cpu\", \"cpu\"]"]);
+    let accum = go("bn-accum", &["training.batch_size=4", "training.accumulation_steps=2"]);
+    let large = go("bn-large", &["training.batch_size=8"]);
+    let (same, other) = (max_abs_diff(&group, &accum), max_abs_diff(&group, &large));
+    eprintln!("BatchNorm: 2 peers vs accumulation 2 x 4: max |dw| {same:e}; vs one batch of 8: {other:e}");
+    assert!(same <= 1e-5 && other > 100.0 * same, "BatchNorm model: {same} vs accumulation, {other} vs batch 8");
     assert!(max_abs_diff(&one, &exported_weights(&tmp.path().join("one"))) == 0.0);
     // The group is on record: peers, rows, and the start event.
     let g = summary_json(&dir_equal)["distributed"].clone();
