@@ -394,26 +394,8 @@ impl<'a> Trainer<'a> {
             cfg.model.init::<TrainBackend>(ds.features, ds.num_classes(), device).map(&mut Materialize);
         let optim = Optim::new(&cfg.optimizer);
         let signature = ModelSignature::of(cfg, &model);
-        let (model, optim, mut state, resumed_from) = match &opened.latest {
-            Some((step, dir)) => {
-                let (model, optim, state) = checkpoint::restore(dir, model, optim, &signature, device)?;
-                if show {
-                    println!(
-                        "resuming {} from step {step} (epoch {}, batch {})",
-                        opened.run_dir.display(),
-                        state.epoch + 1,
-                        state.batch_in_epoch
-                    );
-                }
-                (model, optim, state, Some(*step))
-            }
-            None => {
-                if opts.resume && show {
-                    println!("no complete checkpoint in {}; starting from the beginning", opened.run_dir.display());
-                }
-                (model, optim, TrainState::new(signature), None)
-            }
-        };
+        let (model, optim, mut state, resumed_from) =
+            restore_or_new(&opened, opts, model, optim, signature, device, show)?;
         adopt_micro_batch(&mut state, run.batch_size, &opened.run_dir)?;
         for f in survived {
             if !state.device_faults.contains(f) {
@@ -441,14 +423,7 @@ impl<'a> Trainer<'a> {
         if state.scaler.enabled != f16 {
             state.scaler = LossScaler::new(f16, &cfg.amp);
         }
-        let monitor = (device::backend_name(device) == "cuda")
-            .then(|| {
-                device::GpuMonitor::start(
-                    Duration::from_millis(500),
-                    Some(&opened.run_dir.join(bundle::layout::GPU_FILE)),
-                )
-            })
-            .transpose()?;
+        let monitor = gpu_monitor(device, &opened.run_dir)?;
         Ok(Self {
             recovery: Recovery::new(&cfg.recovery, &model, &optim, state.step),
             schedule: LrSchedule::new(&cfg.schedule, cfg.optimizer.lr, steps_per_epoch, total_steps),
@@ -812,6 +787,47 @@ impl<'a> Trainer<'a> {
         crate::export::write_summary(&self.run_dir, &summary)?;
         Ok(summary)
     }
+}
+
+/// The model, optimizer and state of the last checkpoint when there is one, else the fresh ones
+/// given (with a line saying which, when `show`).
+fn restore_or_new(
+    opened: &OpenedRun,
+    opts: &RunOptions,
+    model: SignModel<TrainBackend>,
+    optim: Optim,
+    signature: ModelSignature,
+    device: &Device,
+    show: bool,
+) -> Result<(SignModel<TrainBackend>, Optim, TrainState, Option<usize>)> {
+    Ok(match &opened.latest {
+        Some((step, dir)) => {
+            let (model, optim, state) = checkpoint::restore(dir, model, optim, &signature, device)?;
+            if show {
+                println!(
+                    "resuming {} from step {step} (epoch {}, batch {})",
+                    opened.run_dir.display(),
+                    state.epoch + 1,
+                    state.batch_in_epoch
+                );
+            }
+            (model, optim, state, Some(*step))
+        }
+        None => {
+            if opts.resume && show {
+                println!("no complete checkpoint in {}; starting from the beginning", opened.run_dir.display());
+            }
+            (model, optim, TrainState::new(signature), None)
+        }
+    })
+}
+
+/// NVML sampling into the run's `gpu.csv` while a CUDA run trains.
+fn gpu_monitor(device: &Device, run_dir: &std::path::Path) -> Result<Option<device::GpuMonitor>> {
+    if device::backend_name(device) != "cuda" {
+        return Ok(None);
+    }
+    Ok(Some(device::GpuMonitor::start(Duration::from_millis(500), Some(&run_dir.join(bundle::layout::GPU_FILE)))?))
 }
 
 /// Augmentation and preprocessing of the training batches of `cfg`, keyed by (epoch, index):
