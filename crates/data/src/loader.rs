@@ -71,21 +71,6 @@ impl HostBatch {
         }
     }
 
-    /// Rows `range` of the batch (a data-parallel peer's share of it).
-    pub fn rows(&self, range: std::ops::Range<usize>) -> HostBatch {
-        let range = range.start.min(self.batch)..range.end.min(self.batch);
-        let (w, f) = (self.window, self.features);
-        HostBatch {
-            batch: range.len(),
-            window: w,
-            features: f,
-            inputs: self.inputs[range.start * w * f..range.end * w * f].to_vec(),
-            pad_mask: self.pad_mask[range.start * w..range.end * w].to_vec(),
-            labels: self.labels[range.clone()].to_vec(),
-            indices: self.indices[range].to_vec(),
-        }
-    }
-
     /// Copy the batch to `device`.
     pub fn to_device<B: Backend>(&self, device: &B::Device) -> SignBatch<B> {
         SignBatch {

@@ -282,13 +282,16 @@ impl Tally {
 enum Feed {
     Host(EpochLoader),
     Device(DevicePrefetcher<TrainBackend>),
+    /// A data-parallel group: the batches' dataset indices; each peer prepares its own rows.
+    Indices(std::vec::IntoIter<Vec<usize>>),
 }
 
 impl Feed {
-    /// The next batch in host memory (a data-parallel group splits it among its peers).
-    fn next_host(&mut self) -> Option<data::loader::HostBatch> {
+    /// The next batch's dataset indices (a data-parallel group splits them among its peers).
+    fn next_indices(&mut self) -> Option<Vec<usize>> {
         match self {
-            Self::Host(loader) => loader.next(),
+            Self::Indices(batches) => batches.next(),
+            Self::Host(loader) => loader.next().map(|hb| hb.indices),
             Self::Device(_) => None,
         }
     }
@@ -297,6 +300,7 @@ impl Feed {
         match self {
             Self::Host(loader) => loader.next().map(|hb| hb.to_device::<TrainBackend>(device)),
             Self::Device(prefetch) => prefetch.next(),
+            Self::Indices(_) => None,
         }
     }
 }
@@ -483,18 +487,23 @@ impl<'a> Trainer<'a> {
         let epoch = self.state.epoch;
         self.model.set_late_dropout(epoch >= run.config.training.late_dropout_epoch);
         let data = &run.input.data;
-        let loader = EpochLoader::start(
-            data.dataset.clone(),
-            self.batcher.clone(),
-            &data.train,
-            &self.loader_cfg,
-            epoch,
-            self.state.batch_in_epoch,
-        );
         let device = run.compute.device();
-        let mut loader = match run.config.data.device_prefetch && run.compute.on_gpu() && self.group.is_none() {
-            true => Feed::Device(DevicePrefetcher::start(loader, device.clone())),
-            false => Feed::Host(loader),
+        let mut loader = if self.group.is_some() {
+            let batches = epoch_batches(&data.train, &self.loader_cfg, epoch);
+            Feed::Indices(batches.into_iter().skip(self.state.batch_in_epoch).collect::<Vec<_>>().into_iter())
+        } else {
+            let loader = EpochLoader::start(
+                data.dataset.clone(),
+                self.batcher.clone(),
+                &data.train,
+                &self.loader_cfg,
+                epoch,
+                self.state.batch_in_epoch,
+            );
+            match run.config.data.device_prefetch && run.compute.on_gpu() {
+                true => Feed::Device(DevicePrefetcher::start(loader, device.clone())),
+                false => Feed::Host(loader),
+            }
         };
         let usable = self.micro_batches_per_epoch;
         if self.state.batch_in_epoch == 0 {
@@ -553,17 +562,12 @@ impl<'a> Trainer<'a> {
             Some(group) => {
                 let t0 = Instant::now();
                 let micro =
-                    (0..micro_batches).map(|_| loader.next_host().ok_or_else(ended)).collect::<Result<Vec<_>>>()?;
+                    (0..micro_batches).map(|_| loader.next_indices().ok_or_else(ended)).collect::<Result<Vec<_>>>()?;
                 *data_wait += t0.elapsed();
-                let (model, outcome, rebalanced) =
+                let (model, outcome, events) =
                     group.step(model, &mut self.optim, &self.loss_fn, &settings, &mut self.prof, epoch, &micro)?;
-                if let Some(r) = rebalanced {
-                    self.report.event(
-                        step,
-                        epoch + 1,
-                        "rebalance",
-                        crate::dist::describe_rebalance(group.peers(), &r),
-                    )?;
+                for (kind, detail) in events {
+                    self.report.event(step, epoch + 1, kind, detail)?;
                 }
                 (model, outcome)
             }

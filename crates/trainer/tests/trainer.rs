@@ -1118,7 +1118,8 @@ fn two_cpu_peers_reach_the_weights_of_one_device() {
     assert_eq!((g["peers"][0]["rows"].as_u64(), g["peers"][1]["rows"].as_u64()), (Some(4), Some(4)));
     let fixed_rows = s_fixed.distributed.as_ref().unwrap().peers.iter().map(|p| p.rows).collect::<Vec<_>>();
     assert_eq!(fixed_rows, [6, 2]);
-    assert!(kinds(&events(&dir_equal)).contains(&"group_start".to_string()));
+    let ev = kinds(&events(&dir_equal));
+    assert!(ev.contains(&"group_start".to_string()) && ev.contains(&"weights_verified".to_string()), "{ev:?}");
     // The same with the validation figures: identical to one device up to rounding.
     let (a, b) = (s_one.best.unwrap().value, s_equal.best.unwrap().value);
     assert!((a - b).abs() < 1e-5, "best validation figure {a} vs {b}");

@@ -41,7 +41,7 @@ use burn_collective::{
     all_reduce, finish_collective, register, reset_collective, CollectiveConfig, PeerId, ReduceOperation,
 };
 use data::dataset::SignDataset;
-use data::loader::{HostBatch, ItemBatcher};
+use data::loader::ItemBatcher;
 use models::{ModelConfig, SignModel};
 
 use crate::optim::Optim;
@@ -170,6 +170,11 @@ impl Link {
     }
 }
 
+/// [`protocol::weights_checksum`] of a flat weight vector on the device (one host read).
+fn checksum_of(flat: &Tensor<InnerBackend, 1>) -> f32 {
+    flat.clone().into_data().to_vec::<f32>().map_or(f32::NAN, |w| protocol::weights_checksum(&w))
+}
+
 fn host_tensor(v: Vec<f32>, device: &Device) -> Tensor<InnerBackend, 1> {
     let n = v.len();
     Tensor::from_data(TensorData::new(v, [n]), device)
@@ -183,17 +188,20 @@ fn share_vector(
     rank: usize,
     device: &Device,
     start: Instant,
+    checksum: f32,
 ) -> Tensor<InnerBackend, 1> {
     let grads = flat::grads(model, &g.grads, device);
     // Wait for the device, so the seconds are the share's real compute time.
     device::memory::sync(device);
-    let stats = layout.stats(rank, g.samples, start.elapsed().as_secs_f64());
+    let stats = layout.stats(rank, g.samples, start.elapsed().as_secs_f64(), checksum);
     Tensor::cat(vec![grads, g.loss.clone(), g.correct.clone(), host_tensor(stats[2..].to_vec(), device)], 0)
 }
 
 /// The leader's handle on the group (peer 0 on node 0).
 pub struct Group {
     link: Link,
+    /// The leader prepares its own rows with the same batcher as the peers.
+    work: Workload,
     info: Vec<PeerInfo>,
     threads: Vec<JoinHandle<()>>,
     hello: Hello,
@@ -206,6 +214,8 @@ pub struct Group {
     since_change: usize,
     last_speeds: Option<Vec<f64>>,
     rebalances: usize,
+    /// Steps run by the group.
+    steps: usize,
     multi_node: bool,
     finished: bool,
 }
@@ -269,6 +279,7 @@ impl Group {
         };
         Ok(Self {
             link,
+            work,
             info,
             threads,
             hello,
@@ -280,6 +291,7 @@ impl Group {
             since_change: 0,
             last_speeds: None,
             rebalances: 0,
+            steps: 0,
             multi_node: d.nodes > 1,
             finished: false,
         })
@@ -324,10 +336,10 @@ impl Group {
         }
     }
 
-    /// One optimizer step of the group over the host micro-batches `micro` (their rows are split
-    /// among the peers; the leader computes its rows from these batches, the others prepare
-    /// theirs from the indices). Returns the updated model, the outcome (over the whole batch)
-    /// and a change of shares, if one was made.
+    /// One optimizer step of the group over the micro-batches `micro` (dataset indices, split
+    /// among the peers; every peer, the leader too, prepares its own rows). Returns the updated model, the outcome (over the whole batch)
+    /// and the group's events of the step, `(kind, detail)`: `weights_verified` after the first
+    /// step, `rebalance` when the shares change.
     #[allow(clippy::too_many_arguments)]
     pub fn step(
         &mut self,
@@ -337,30 +349,44 @@ impl Group {
         settings: &StepSettings,
         prof: &mut Profiler,
         epoch: usize,
-        micro: &[HostBatch],
-    ) -> Result<(SignModel<TrainBackend>, StepOutcome, Option<Rebalanced>)> {
+        micro: &[Vec<usize>],
+    ) -> Result<(SignModel<TrainBackend>, StepOutcome, Vec<(&'static str, String)>)> {
         let device = self.link.device.clone();
-        let rows: Vec<Vec<usize>> = micro.iter().map(|hb| balance::split(hb.batch, &self.weights)).collect();
+        let rows: Vec<Vec<usize>> = micro.iter().map(|m| balance::split(m.len(), &self.weights)).collect();
         let header = StepHeader {
             epoch,
             dropout_seed: settings.dropout_seed,
             loss_scale: settings.loss_scale,
             rows: rows.clone(),
-            indices: micro.iter().flat_map(|hb| hb.indices.iter().copied()).collect(),
+            indices: micro.iter().flat_map(|m| m.iter().copied()).collect(),
+            // The first step checks that every peer computes on the leader's weights.
+            verify: self.steps == 0,
         };
         self.link.reduce_host("step command", Command::Step(header.clone()).encode(&self.hello))?;
-        self.link.reduce("weights", flat::weights(&model, &device))?;
+        let weights = flat::weights(&model, &device);
+        let checksum = if header.verify { checksum_of(&weights) } else { 0.0 };
+        self.link.reduce("weights", weights)?;
         let start = Instant::now();
+        let work = &self.work;
         let g = compute_gradients(&device, &model, loss_fn, settings, &header.weights(0), prof, |k| {
-            Ok(micro[k].rows(0..rows[k][0]).to_device(&device))
+            Ok(work.batcher.host_batch(&work.dataset, header.share(k, 0), epoch).to_device(&device))
         })?;
-        let own = share_vector(&model, &g, &self.layout, 0, &device, start);
+        let own = share_vector(&model, &g, &self.layout, 0, &device, start, checksum);
         let reduced = self.link.reduce("gradients", own)?;
         let n = self.layout.params;
         let p = self.layout.peers;
-        let tail = reduced.clone().slice(n + 2..n + 2 + 2 * p).into_data().to_vec::<f32>().unwrap_or_default();
+        let tail = reduced.clone().slice(n + 2..self.layout.len()).into_data().to_vec::<f32>().unwrap_or_default();
         let samples: Vec<f64> = tail.iter().take(p).map(|&x| x as f64).collect();
-        let seconds: Vec<f64> = tail.iter().skip(p).map(|&x| x as f64).collect();
+        let seconds: Vec<f64> = tail.iter().skip(p).take(p).map(|&x| x as f64).collect();
+        let mut events = Vec::new();
+        if header.verify {
+            self.verify(checksum, &tail[2 * p..])?;
+            events.push((
+                "weights_verified",
+                format!("all {p} peers computed the first step on the leader's weights (checksum {checksum})"),
+            ));
+        }
+        self.steps += 1;
         let total = StepGradients {
             grads: flat::load_grads(&model, reduced.clone().slice(0..n)),
             loss: reduced.clone().slice(n..n + 1),
@@ -369,7 +395,24 @@ impl Group {
             memory: g.memory,
         };
         let (model, outcome) = apply_gradients(&device, model, optim, settings, total, prof);
-        Ok((model, outcome, self.measure(&samples, &seconds)))
+        if let Some(r) = self.measure(&samples, &seconds) {
+            events.push(("rebalance", describe_rebalance(&self.info, &r)));
+        }
+        Ok((model, outcome, events))
+    }
+
+    /// Every peer's checksum of the weights it computed with must be the leader's.
+    fn verify(&self, own: f32, peers: &[f32]) -> Result<()> {
+        let wrong: Vec<String> = peers
+            .iter()
+            .zip(&self.info)
+            .filter(|(c, _)| c.to_bits() != own.to_bits())
+            .map(|(c, info)| format!("{} (checksum {c}, the leader's {own})", info.label()))
+            .collect();
+        if wrong.is_empty() {
+            return Ok(());
+        }
+        Err(TrainError::Group { peer: wrong.join(", "), message: "computed on other weights than the leader's".into() })
     }
 
     /// Record one step's speeds; with measured balance, set new shares when a window is full.

@@ -78,7 +78,9 @@ fn serve_peer(link: &Link, work: &Workload, collective: CollectiveConfig, die_at
         if die_at == Some(steps) {
             panic!("injected peer failure at step {steps} (fault.peer_dies_at_step)");
         }
-        model = flat::load_weights(model, link.reduce("weights", Tensor::zeros([params], &device))?);
+        let weights = link.reduce("weights", Tensor::zeros([params], &device))?;
+        let checksum = if header.verify { super::checksum_of(&weights) } else { 0.0 };
+        model = flat::load_weights(model, weights);
         let start = Instant::now();
         let settings = StepSettings {
             compute: protocol::dtype_from_code(hello.dtype),
@@ -95,7 +97,7 @@ fn serve_peer(link: &Link, work: &Workload, collective: CollectiveConfig, die_at
         let g = compute_gradients(&device, &model, &loss_fn, &settings, &header.weights(rank), &mut prof, |k| {
             Ok(work.batcher.host_batch(&work.dataset, header.share(k, rank), header.epoch).to_device(&device))
         })?;
-        link.reduce("gradients", share_vector(&model, &g, &layout, rank, &device, start))?;
+        link.reduce("gradients", share_vector(&model, &g, &layout, rank, &device, start, checksum))?;
         steps += 1;
     }
     let _ = finish_collective::<InnerBackend>(PeerId(rank as u32));

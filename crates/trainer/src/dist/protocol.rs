@@ -90,6 +90,8 @@ pub struct StepHeader {
     /// Dataset indices of the step's micro-batches, concatenated in order; within micro-batch
     /// `k`, peer 0's rows first.
     pub indices: Vec<usize>,
+    /// Every peer reports the checksum of the weights it received ([`weights_checksum`]).
+    pub verify: bool,
 }
 
 impl StepHeader {
@@ -118,7 +120,7 @@ impl StepHeader {
     }
 }
 
-const FIXED: usize = 15;
+const FIXED: usize = 16;
 
 /// Elements of an encoded command for a group of this shape.
 pub fn command_len(hello: &Hello) -> usize {
@@ -141,6 +143,7 @@ impl Command {
             put_u64(&mut v[7..11], step);
         }
         put_u64(&mut v[11..15], h.loss_scale.to_bits());
+        v[15] = f32::from(u8::from(h.verify));
         let mut at = FIXED;
         for k in 0..hello.accumulation {
             for p in 0..hello.peers {
@@ -183,12 +186,14 @@ impl Command {
             loss_scale: f64::from_bits(get_u64(&v[11..15])),
             rows,
             indices,
+            verify: v[15] == 1.0,
         }))
     }
 }
 
 /// Layout of the all-reduced gradient vector: `params` gradient elements, then the weighted
-/// loss, the correct count, and per peer its samples and its compute seconds.
+/// loss, the correct count, and per peer its samples, its compute seconds and the checksum of
+/// the weights it computed with (on verifying steps; 0 otherwise).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GradLayout {
     /// Trainable parameter elements.
@@ -200,7 +205,7 @@ pub struct GradLayout {
 impl GradLayout {
     /// Elements in all.
     pub fn len(&self) -> usize {
-        self.params + 2 + 2 * self.peers
+        self.params + 2 + STATS * self.peers
     }
 
     /// Never empty (the statistics are always there).
@@ -208,14 +213,24 @@ impl GradLayout {
         false
     }
 
-    /// Peer `p`'s statistics: `[loss, correct, samples..., seconds...]` with only its own
-    /// samples and seconds slots set.
-    pub fn stats(&self, p: usize, samples: u64, seconds: f64) -> Vec<f32> {
-        let mut v = vec![0.0; 2 + 2 * self.peers];
+    /// Peer `p`'s statistics: `[loss, correct, samples..., seconds..., checksums...]` with only
+    /// its own slots set.
+    pub fn stats(&self, p: usize, samples: u64, seconds: f64, checksum: f32) -> Vec<f32> {
+        let mut v = vec![0.0; 2 + STATS * self.peers];
         v[2 + p] = samples as f32;
         v[2 + self.peers + p] = seconds as f32;
+        v[2 + 2 * self.peers + p] = checksum;
         v
     }
+}
+
+/// Per-peer statistics slots: samples, seconds, weights checksum.
+pub const STATS: usize = 3;
+
+/// A position-sensitive checksum of a weight vector, computed on the host in one order so that
+/// equal vectors give bit-equal results on every peer.
+pub fn weights_checksum(w: &[f32]) -> f32 {
+    w.iter().enumerate().map(|(i, &x)| x as f64 * ((i % 1021) + 1) as f64).sum::<f64>() as f32
 }
 
 fn put_u64(out: &mut [f32], x: u64) {
@@ -243,6 +258,7 @@ mod tests {
             loss_scale: 65536.0 * 0.3,
             rows: vec![vec![3, 2], vec![0, 1]],
             indices: vec![16_000_000, 1, 2, 3, 4, 9],
+            verify: true,
         });
         let v = step.encode(&hello);
         assert_eq!(v.len(), command_len(&hello));
