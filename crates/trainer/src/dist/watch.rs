@@ -38,6 +38,8 @@ pub(crate) struct Watch {
     nodes: u32,
     node: u32,
     timeout: Duration,
+    /// `distributed.orchestrator`, named when a registration waits too long.
+    orchestrator: String,
     stopped: AtomicBool,
 }
 
@@ -59,6 +61,7 @@ impl Watch {
             nodes: d.nodes,
             node: d.node_rank,
             timeout: Duration::from_secs(d.timeout_s),
+            orchestrator: d.orchestrator.clone(),
             stopped: AtomicBool::new(false),
         });
         let weak = Arc::downgrade(&watch);
@@ -179,10 +182,17 @@ impl Watch {
         } else {
             "a peer of this machine".into()
         };
+        let hint = match (what, self.nodes > 1) {
+            ("registration", true) => format!(
+                "; is `trainer orchestrator` running at {} and every node started with the same config?",
+                self.orchestrator
+            ),
+            _ => String::new(),
+        };
         s.failure = Some((
             peer,
             format!(
-                "sent nothing for {} s while {} waited in the {what} all-reduce (distributed.timeout_s)",
+                "sent nothing for {} s while {} waited in the {what} all-reduce (distributed.timeout_s){hint}",
                 self.timeout.as_secs(),
                 self.labels[i]
             ),
