@@ -1,5 +1,6 @@
 //! Atomic writes: a file is written to a temporary name and renamed; a directory is built under a
-//! `.tmp-*` name and renamed whole. A crash leaves the old version or the new one, never half.
+//! `.tmp-*` name and renamed whole. A crash leaves the old version or the new one, never half;
+//! a failed write (full disk, permission) removes what it staged, so the space is not held.
 
 use std::path::{Path, PathBuf};
 
@@ -21,7 +22,9 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     write_atomic(path, text.as_bytes())
 }
 
-/// A directory built under a temporary name and renamed into place when complete.
+/// A directory built under a temporary name and renamed into place when complete, with a
+/// [`crate::manifest`] of its files. Dropped without [`StagedDir::commit`] (a write failed), the
+/// staged directory is removed.
 #[derive(Debug)]
 pub struct StagedDir {
     /// Where to write the files.
@@ -46,6 +49,7 @@ impl StagedDir {
     /// Replace `target` with the staged directory. An existing target is moved aside first and
     /// removed after the rename, so a crash leaves either the old or the new directory.
     pub fn commit(self) -> Result<PathBuf> {
+        crate::manifest::write(&self.tmp)?;
         sync_dir(&self.tmp);
         let old = self.target.with_file_name(format!(
             ".old-{}-{}",
@@ -63,7 +67,16 @@ impl StagedDir {
         if let Some(parent) = self.target.parent() {
             sync_dir(parent);
         }
-        Ok(self.target)
+        Ok(self.target.clone())
+    }
+}
+
+impl Drop for StagedDir {
+    fn drop(&mut self) {
+        // After a commit the staged name no longer exists; before one, a write failed.
+        if self.tmp.exists() {
+            let _ = std::fs::remove_dir_all(&self.tmp);
+        }
     }
 }
 
@@ -73,13 +86,26 @@ fn sync_dir(dir: &Path) {
     }
 }
 
-/// Remove leftovers of interrupted directory writes (`.tmp-*`, `.old-*`) in `dir`.
+/// Tidy what interrupted writes left in `dir`: staged directories and temporary files
+/// (`.tmp*`) are removed; a directory moved aside by a commit that died before its replacement
+/// was renamed in (`.old-NAME-PID` with no `NAME`) is put back, so the old version is not lost.
+/// Call it only while holding the run's lock (another writer's work in progress looks the same).
 pub fn clean_staging(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().to_string();
-        if name.starts_with(".tmp-") || name.starts_with(".old-") {
+        if let Some(rest) = name.strip_prefix(".old-") {
+            let original = rest.rsplit_once('-').map_or(rest, |(n, _)| n);
+            if !original.is_empty()
+                && !dir.join(original).exists()
+                && std::fs::rename(e.path(), dir.join(original)).is_ok()
+            {
+                continue;
+            }
             let _ = std::fs::remove_dir_all(e.path());
+        } else if name.starts_with(".tmp") {
+            let p = e.path();
+            let _ = if p.is_dir() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
         }
     }
 }
@@ -102,6 +128,17 @@ mod tests {
         assert!(!target.join("old.txt").exists());
         let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().flatten().map(|e| e.file_name()).collect();
         assert_eq!(left, ["model"]);
+        crate::manifest::verify(&target, &[]).unwrap();
+        assert!(target.join(crate::layout::MANIFEST_FILE).is_file());
+    }
+
+    #[test]
+    fn a_staged_directory_dropped_uncommitted_is_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let staged = StagedDir::new(&tmp.path().join("step-00000004")).unwrap();
+        write_atomic(&staged.tmp.join("model.mpk"), b"half").unwrap();
+        drop(staged);
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
     }
 
     #[test]
@@ -109,9 +146,12 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(tmp.path().join(".tmp-step-00000004-17")).unwrap();
         std::fs::create_dir_all(tmp.path().join("step-00000002")).unwrap();
+        std::fs::create_dir_all(tmp.path().join(".old-best-17")).unwrap();
+        std::fs::write(tmp.path().join(".tmpAbC12"), "half a file").unwrap();
         clean_staging(tmp.path());
-        let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().flatten().map(|e| e.file_name()).collect();
-        assert_eq!(left, ["step-00000002"]);
+        let mut left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        left.sort();
+        assert_eq!(left, ["best", "step-00000002"], "a moved-aside best/ whose replacement never came is put back");
         let file = tmp.path().join("a-file");
         std::fs::write(&file, "x").unwrap();
         let e = write_atomic(&file.join("below-a-file.json"), b"{}").unwrap_err().to_string();

@@ -12,6 +12,8 @@
 //! <run>/checkpoints/step-NNNNNNNN/{model.mpk, optim.mpk, state.json}   the last `keep_last`
 //! <run>/checkpoints/best/{model.mpk, state.json}                      the best epoch so far
 //! <run>/model/{model.mpk, model.json, config.toml, labels.json}       the exported bundle
+//! <run>/run.lock             held (flock) by the trainer writing the run; names its pid
+//! <dir>/manifest.json        in every staged directory: each file's size and CRC-32
 //!
 //! <cv>/fold-K/               one run directory per fold of `trainer cv`
 //! <cv>/cv.json               per-fold figures, mean and spread
@@ -47,16 +49,19 @@ pub const BEST_DIR: &str = "best";
 pub const STEP_DIR_PREFIX: &str = "step-";
 /// The loop state in a checkpoint.
 pub const STATE_FILE: &str = "state.json";
-/// The optimizer state in a checkpoint, without Burn's `.mpk` extension (Burn adds it).
-pub const OPTIM_STEM: &str = "optim";
 /// The exported model bundle of a run.
 pub const MODEL_DIR: &str = "model";
 /// The model card in a bundle.
 pub const CARD_FILE: &str = "model.json";
 /// Weights, in a bundle and in a checkpoint (Burn NamedMpk, full precision).
 pub const WEIGHTS_FILE: &str = "model.mpk";
-/// [`WEIGHTS_FILE`] without the extension Burn's recorder adds.
-pub const WEIGHTS_STEM: &str = "model";
+
+/// Sizes and CRC-32s of the files of a staged directory (checkpoint, bundle).
+pub const MANIFEST_FILE: &str = "manifest.json";
+/// The lock a trainer holds on the run directory it writes.
+pub const LOCK_FILE: &str = "run.lock";
+/// The optimizer state in a checkpoint (same record format as [`WEIGHTS_FILE`]).
+pub const OPTIM_FILE: &str = "optim.mpk";
 
 /// The summary of a cross-validation directory (`<dir>/fold-k/` are its runs).
 pub const CV_FILE: &str = "cv.json";

@@ -8,6 +8,7 @@
 //!   and the [`TrainingSplit`] the model was validated on);
 //! - [`weights`]: saving and loading weights (`model.mpk`) with shape checks;
 //! - [`atomic`]: atomic file writes and directories staged under a temporary name;
+//! - [`manifest`]: sizes and CRC-32s of a staged directory's files, checked before loading;
 //! - [`write_bundle`] / [`load_bundle`]: a whole bundle.
 //!
 //! ```no_run
@@ -23,6 +24,7 @@
 pub mod atomic;
 pub mod card;
 pub mod layout;
+pub mod manifest;
 pub mod weights;
 
 use std::path::{Path, PathBuf};
@@ -74,6 +76,7 @@ pub fn write_bundle<B: Kernels>(dir: &Path, model: &SignModel<B>, card: &ModelCa
 
 /// Load a bundle: its card and the model with its weights.
 pub fn load_bundle<B: Kernels>(dir: &Path, device: &B::Device) -> Result<(ModelCard, SignModel<B>)> {
+    manifest::verify(dir, &[layout::WEIGHTS_FILE])?;
     let card = card::read_card(dir)?;
     let model = card.model.init::<B>(card.input_features, card.labels.len(), device);
     let model = weights::load_weights(model, dir, device)?;

@@ -1,28 +1,61 @@
-//! Model weights (`model.mpk`, Burn's NamedMpk recorder at full precision), loaded with a shape
-//! check so weights of another architecture are an error, not a panic in a later forward pass.
+//! Burn records on disk: model weights (`model.mpk`) and optimizer state (`optim.mpk`), both
+//! Burn's named MessagePack at full precision. Records are encoded in memory and written
+//! atomically, so a full disk is an error naming the file and the OS reason and leaves no partial
+//! file; reading checks the shapes, so weights of another architecture or a corrupt file are an
+//! error in SignFlow's words, never a panic in a later forward pass.
 
 use std::path::Path;
 
 use burn::module::{Module, ModuleVisitor, Param};
-use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
+use burn::record::{FullPrecisionSettings, NamedMpkBytesRecorder, Record, Recorder};
+use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use models::kernels::Kernels;
 use models::SignModel;
 
-use crate::layout::{WEIGHTS_FILE, WEIGHTS_STEM};
+use crate::layout::WEIGHTS_FILE;
 use crate::{BundleError, Result};
 
-/// The recorder of every weights file SignFlow writes.
-pub fn recorder() -> NamedMpkFileRecorder<FullPrecisionSettings> {
-    NamedMpkFileRecorder::<FullPrecisionSettings>::new()
+/// The recorder of every record SignFlow writes (the bytes `NamedMpkFileRecorder` writes too).
+fn recorder() -> NamedMpkBytesRecorder<FullPrecisionSettings> {
+    NamedMpkBytesRecorder::<FullPrecisionSettings>::new()
+}
+
+/// Write a Burn record to `path`: encoded in memory, then written atomically.
+pub fn write_record<B: Backend, R: Record<B>>(record: R, path: &Path) -> Result<()> {
+    let bytes = Recorder::<B>::record(&recorder(), record, ())
+        .map_err(|e| BundleError::Invalid { path: path.into(), message: format!("cannot encode the record: {e}") })?;
+    crate::atomic::write_atomic(path, &bytes)
+}
+
+/// Read a Burn record written by [`write_record`]. `what` names the file's content in errors
+/// ("weights", "optimizer state"); a truncated or corrupt file is reported as such.
+pub fn read_record<B: Backend, R: Record<B>>(path: &Path, what: &str, device: &B::Device) -> Result<R> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(BundleError::Invalid { path: path.into(), message: format!("the {what} file is missing") })
+        }
+        Err(e) => return Err(BundleError::io(path, e)),
+    };
+    let len = bytes.len();
+    // Burn's decoder panics on some malformed input; a corrupt file must be an error, not a crash.
+    let loaded =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Recorder::<B>::load::<R>(&recorder(), bytes, device)));
+    match loaded {
+        Ok(Ok(r)) => Ok(r),
+        _ => Err(BundleError::Invalid {
+            path: path.into(),
+            message: format!(
+                "cannot read the {what}: the file ({len} bytes) is truncated or corrupt, or holds another model's {what}"
+            ),
+        }),
+    }
 }
 
 /// Save module weights as `<dir>/model.mpk`.
 pub fn save_weights<B: Kernels>(model: &SignModel<B>, dir: &Path) -> Result<()> {
-    model
-        .clone()
-        .save_file(dir.join(WEIGHTS_STEM), &recorder())
-        .map_err(|e| BundleError::io(&dir.join(WEIGHTS_FILE), e))
+    write_record::<B, _>(model.clone().into_record(), &dir.join(WEIGHTS_FILE))
 }
 
 /// Parameter shapes in visiting order.
@@ -42,23 +75,12 @@ fn shapes<B: Kernels>(model: &SignModel<B>) -> Vec<Vec<usize>> {
 pub fn load_weights<B: Kernels>(model: SignModel<B>, dir: &Path, device: &B::Device) -> Result<SignModel<B>> {
     let path = dir.join(WEIGHTS_FILE);
     let invalid = |message: String| BundleError::Invalid { path: path.clone(), message };
-    if !path.is_file() {
-        return Err(invalid("the weights file is missing".into()));
-    }
     let expected = shapes(&model);
-    // Burn panics on some malformed records; a corrupt file must be an error, not a crash.
-    let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        model.load_file(dir.join(WEIGHTS_STEM), &recorder(), device)
-    }));
-    let m = match loaded {
-        Ok(Ok(m)) => m,
-        Ok(Err(e)) => return Err(invalid(format!("cannot load the weights: {e}"))),
-        Err(_) => {
-            return Err(invalid(
-                "cannot load the weights: the file does not match this architecture or is corrupt".into(),
-            ))
-        }
-    };
+    let record = read_record::<B, _>(&path, "weights", device)?;
+    // Loading a record of another architecture can panic inside Burn: an error instead.
+    let m = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| model.load_record(record))).map_err(|_| {
+        invalid("cannot load the weights: the file holds another architecture than the one in model.json".into())
+    })?;
     let found = shapes(&m);
     match expected.iter().zip(&found).position(|(a, b)| a != b) {
         None if expected.len() == found.len() => Ok(m),

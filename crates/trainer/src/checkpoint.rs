@@ -129,6 +129,24 @@ pub struct TrainState {
     /// Device faults the run survived.
     #[serde(default)]
     pub device_faults: Vec<crate::fault::DeviceFault>,
+    /// The running sums of the epoch in progress (zero at an epoch boundary), so an epoch
+    /// continued after a resume reports the figures of an uninterrupted one.
+    #[serde(default)]
+    pub epoch_sums: EpochSums,
+}
+
+/// Running sums of the training figures of the epoch in progress.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct EpochSums {
+    /// The sum of the applied steps' losses, as the bits of an `f64` (JSON numbers do not
+    /// round-trip every `f64` exactly, and the resumed epoch's mean must equal the original).
+    pub loss_sum_bits: u64,
+    /// Applied steps (the loss sum's count).
+    pub steps: usize,
+    /// Correct training predictions.
+    pub correct: u64,
+    /// Training samples.
+    pub samples: u64,
 }
 
 impl TrainState {
@@ -152,6 +170,7 @@ impl TrainState {
             signature,
             micro_batch: 0,
             device_faults: Vec::new(),
+            epoch_sums: EpochSums::default(),
         }
     }
 }
@@ -175,7 +194,7 @@ pub fn save(
     std::fs::create_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
     let staged = StagedDir::new(&layout::step_dir(run_dir, state.step))?;
     bundle::weights::save_weights(model, &staged.tmp)?;
-    optim.save(&staged.tmp.join(layout::OPTIM_STEM))?;
+    optim.save(&staged.tmp.join(layout::OPTIM_FILE))?;
     fault_pause("SIGNFLOW_FAULT_CHECKPOINT_PAUSE_MS");
     write_json(&staged.tmp.join(layout::STATE_FILE), state)?;
     let path = staged.commit()?;
@@ -229,8 +248,53 @@ pub fn read_state(dir: &Path) -> Result<TrainState> {
     Ok(state)
 }
 
-/// Restore weights, optimizer and loop state from checkpoint `dir`, after checking that it holds
-/// the model `signature` describes.
+/// A checkpoint passed over on resume because it could not be read, and why.
+#[derive(Debug, Clone)]
+pub struct Skipped {
+    /// Its step.
+    pub step: usize,
+    /// Its directory.
+    pub dir: PathBuf,
+    /// The error that ruled it out.
+    pub reason: String,
+}
+
+/// A model, optimizer and loop state restored from a checkpoint.
+pub type Restored = (SignModel<TrainBackend>, Optim, TrainState);
+
+/// Restore the newest intact step checkpoint of `run_dir`: one that is corrupt, truncated or
+/// unreadable is passed over for the next older one (and returned in the list with its reason).
+/// A checkpoint of another model is an error, not passed over. `Ok((None, skipped))` when the run
+/// has no checkpoint; an error when it has some and none can be read.
+pub fn restore_newest(
+    run_dir: &Path,
+    model: SignModel<TrainBackend>,
+    optim: Optim,
+    signature: &ModelSignature,
+    device: &device::DispatchDevice,
+) -> Result<(Option<(usize, Restored)>, Vec<Skipped>)> {
+    let mut skipped = Vec::new();
+    for (step, dir) in list(run_dir).into_iter().rev() {
+        match restore(&dir, model.clone(), optim.clone(), signature, device) {
+            Ok(restored) => return Ok((Some((step, restored)), skipped)),
+            Err(e @ (TrainError::Resume { .. } | TrainError::Device(_))) => return Err(e),
+            Err(e) => skipped.push(Skipped { step, dir, reason: e.to_string() }),
+        }
+    }
+    if skipped.is_empty() {
+        return Ok((None, skipped));
+    }
+    Err(TrainError::Resume {
+        path: run_dir.into(),
+        message: format!(
+            "no checkpoint can be read: {}",
+            skipped.iter().map(|s| s.reason.as_str()).collect::<Vec<_>>().join("; ")
+        ),
+    })
+}
+
+/// Restore weights, optimizer and loop state from checkpoint `dir`, after checking its files
+/// against their manifest and that it holds the model `signature` describes.
 pub fn restore(
     dir: &Path,
     model: SignModel<TrainBackend>,
@@ -238,6 +302,7 @@ pub fn restore(
     signature: &ModelSignature,
     device: &device::DispatchDevice,
 ) -> Result<(SignModel<TrainBackend>, Optim, TrainState)> {
+    bundle::manifest::verify(dir, &[])?;
     let saved = read_state(dir)?;
     if &saved.signature != signature {
         let (a, b) = (&saved.signature, signature);
@@ -250,7 +315,7 @@ pub fn restore(
         });
     }
     let model = bundle::weights::load_weights(model, dir, device)?;
-    let optim = optim.load(&dir.join(format!("{}.mpk", layout::OPTIM_STEM)), device)?;
+    let optim = optim.load(&dir.join(layout::OPTIM_FILE), device)?;
     Ok((model, optim, saved))
 }
 

@@ -35,6 +35,7 @@ pub mod cv;
 pub mod dist;
 pub mod export;
 pub mod fault;
+pub mod lock;
 pub mod metrics;
 pub mod optim;
 pub mod plot;

@@ -6,11 +6,10 @@ use std::path::Path;
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
 use burn::optim::{AdamW, AdamWConfig, GradientsParams, Optimizer, Sgd, SgdConfig};
-use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder, Recorder};
 use models::SignModel;
 
 use crate::config::{OptimizerConfig, OptimizerKind};
-use crate::{InnerBackend, Result, TrainBackend, TrainError};
+use crate::{InnerBackend, Result, TrainBackend};
 
 type M = SignModel<TrainBackend>;
 
@@ -64,26 +63,20 @@ impl Optim {
         }
     }
 
-    /// Write the optimizer state to `path` (`.mpk` is appended).
+    /// Write the optimizer state to `path`, atomically.
     pub fn save(&self, path: &Path) -> Result<()> {
-        let rec = NamedMpkFileRecorder::<FullPrecisionSettings>::new();
-        let res = match self {
-            Self::AdamW(o) => rec.record(o.to_record(), path.to_path_buf()),
-            Self::Sgd(o) => rec.record(o.to_record(), path.to_path_buf()),
-        };
-        res.map_err(|e| TrainError::Checkpoint { path: path.into(), message: format!("saving optimizer state: {e}") })
+        Ok(match self {
+            Self::AdamW(o) => bundle::weights::write_record::<TrainBackend, _>(o.to_record(), path)?,
+            Self::Sgd(o) => bundle::weights::write_record::<TrainBackend, _>(o.to_record(), path)?,
+        })
     }
 
     /// Load the state saved by [`Optim::save`] (the optimizer kind must match).
     pub fn load(self, path: &Path, device: &device::DispatchDevice) -> Result<Self> {
-        let rec = NamedMpkFileRecorder::<FullPrecisionSettings>::new();
-        let err = |e: burn::record::RecorderError| TrainError::Checkpoint {
-            path: path.into(),
-            message: format!("loading optimizer state: {e}"),
-        };
+        const WHAT: &str = "optimizer state";
         Ok(match self {
-            Self::AdamW(o) => Self::AdamW(o.load_record(rec.load(path.to_path_buf(), device).map_err(err)?)),
-            Self::Sgd(o) => Self::Sgd(o.load_record(rec.load(path.to_path_buf(), device).map_err(err)?)),
+            Self::AdamW(o) => Self::AdamW(o.load_record(bundle::weights::read_record(path, WHAT, device)?)),
+            Self::Sgd(o) => Self::Sgd(o.load_record(bundle::weights::read_record(path, WHAT, device)?)),
         })
     }
 }

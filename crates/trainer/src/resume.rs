@@ -32,7 +32,6 @@ pub fn open(cfg: &ExperimentConfig, opts: &RunOptions) -> Result<OpenedRun> {
     let (saved, latest) = if opts.resume {
         let saved = read_saved_config(&run_dir)?;
         check_resume_compatible(&run_dir, &saved, cfg)?;
-        bundle::atomic::clean_staging(&layout::checkpoints_dir(&run_dir));
         (Some(saved), crate::checkpoint::list(&run_dir).pop())
     } else {
         if layout::holds_run(&run_dir) {

@@ -90,6 +90,12 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
     let mut opened = crate::resume::open(&cfg, &opts)?;
     let mut run = ResolvedRun::resolve(cfg, opened.saved.as_ref(), show, bars)?;
     crate::resume::create(&opened)?;
+    let _lock = crate::lock::RunLock::take(&opened.run_dir)?;
+    if opts.resume {
+        // Under the lock: what an interrupted write left is nobody's work in progress.
+        bundle::atomic::clean_staging(&opened.run_dir);
+        bundle::atomic::clean_staging(&bundle::layout::checkpoints_dir(&opened.run_dir));
+    }
     crate::export::write_run_files(&opened.run_dir, &run)?;
     let mut survived: Vec<DeviceFault> = Vec::new();
     loop {
@@ -240,6 +246,8 @@ fn mirror_table(ds: &SignDataset, pre: &Preprocessor) -> Vec<usize> {
 #[derive(Debug, Clone, Copy)]
 struct Tally {
     start: Instant,
+    /// Samples counted before `start` (an epoch continued after a resume): not in the throughput.
+    carried: u64,
     loss: f64,
     /// Applied steps (the loss sum's count).
     steps: usize,
@@ -251,7 +259,29 @@ struct Tally {
 
 impl Tally {
     fn new() -> Self {
-        Self { start: Instant::now(), loss: 0.0, steps: 0, correct: 0, samples: 0, memory: None }
+        Self { start: Instant::now(), carried: 0, loss: 0.0, steps: 0, correct: 0, samples: 0, memory: None }
+    }
+
+    /// The tally of an epoch continued from a checkpoint's sums.
+    fn resumed(s: checkpoint::EpochSums) -> Self {
+        Self {
+            loss: f64::from_bits(s.loss_sum_bits),
+            steps: s.steps,
+            correct: s.correct,
+            samples: s.samples,
+            carried: s.samples,
+            ..Self::new()
+        }
+    }
+
+    /// The sums a checkpoint keeps.
+    fn sums(&self) -> checkpoint::EpochSums {
+        checkpoint::EpochSums {
+            loss_sum_bits: self.loss.to_bits(),
+            steps: self.steps,
+            correct: self.correct,
+            samples: self.samples,
+        }
     }
 
     fn add(&mut self, o: &StepOutcome) {
@@ -273,7 +303,7 @@ impl Tally {
     }
 
     fn samples_per_s(&self) -> f64 {
-        self.samples as f64 / self.start.elapsed().as_secs_f64().max(1e-9)
+        (self.samples - self.carried) as f64 / self.start.elapsed().as_secs_f64().max(1e-9)
     }
 }
 
@@ -398,7 +428,7 @@ impl<'a> Trainer<'a> {
             cfg.model.init::<TrainBackend>(ds.features, ds.num_classes(), device).map(&mut Materialize);
         let optim = Optim::new(&cfg.optimizer);
         let signature = ModelSignature::of(cfg, &model);
-        let (model, optim, mut state, resumed_from) =
+        let (model, optim, mut state, resumed_from, skipped) =
             restore_or_new(&opened, opts, model, optim, signature, device, show)?;
         adopt_micro_batch(&mut state, run.batch_size, &opened.run_dir)?;
         for f in survived {
@@ -412,6 +442,9 @@ impl<'a> Trainer<'a> {
         let mut report = Reporter { metrics, progress: Progress::new(t.progress, total_steps, state.step) };
         if let Some(f) = recovering {
             report.event(f.step, f.epoch, "device_fault", f.describe())?;
+        }
+        for s in &skipped {
+            report.event(s.step, state.epoch + 1, "checkpoint_skipped", s.reason.clone())?;
         }
         if let Some(step) = resumed_from {
             report.event(step, state.epoch + 1, "resume", format!("pid {}", std::process::id()))?;
@@ -428,6 +461,7 @@ impl<'a> Trainer<'a> {
             state.scaler = LossScaler::new(f16, &cfg.amp);
         }
         let monitor = gpu_monitor(device, &opened.run_dir)?;
+        let epoch_sums = state.epoch_sums;
         Ok(Self {
             recovery: Recovery::new(&cfg.recovery, &model, &optim, state.step),
             schedule: LrSchedule::new(&cfg.schedule, cfg.optimizer.lr, steps_per_epoch, total_steps),
@@ -451,7 +485,7 @@ impl<'a> Trainer<'a> {
             loop_start: Instant::now(),
             data_wait: Duration::ZERO,
             window: Tally::new(),
-            epoch: Tally::new(),
+            epoch: Tally::resumed(epoch_sums),
             last_grad_norm: 0.0,
             stopped_early: false,
             survived,
@@ -677,7 +711,11 @@ impl<'a> Trainer<'a> {
 
     /// The state as a checkpoint stores it (elapsed time up to now).
     fn state_now(&self) -> TrainState {
-        TrainState { elapsed_s: self.elapsed_s(), ..self.state.clone() }
+        let epoch_sums = match self.state.batch_in_epoch {
+            0 => checkpoint::EpochSums::default(),
+            _ => self.epoch.sums(),
+        };
+        TrainState { elapsed_s: self.elapsed_s(), epoch_sums, ..self.state.clone() }
     }
 
     fn save_checkpoint(&self) -> Result<()> {
@@ -803,10 +841,17 @@ fn restore_or_new(
     signature: ModelSignature,
     device: &Device,
     show: bool,
-) -> Result<(SignModel<TrainBackend>, Optim, TrainState, Option<usize>)> {
-    Ok(match &opened.latest {
-        Some((step, dir)) => {
-            let (model, optim, state) = checkpoint::restore(dir, model, optim, &signature, device)?;
+) -> Result<(SignModel<TrainBackend>, Optim, TrainState, Option<usize>, Vec<checkpoint::Skipped>)> {
+    if !opts.resume && opened.latest.is_none() {
+        return Ok((model, optim, TrainState::new(signature), None, Vec::new()));
+    }
+    let (restored, skipped) =
+        checkpoint::restore_newest(&opened.run_dir, model.clone(), optim.clone(), &signature, device)?;
+    for s in &skipped {
+        eprintln!("warning: passing over checkpoint {}: {}", s.dir.display(), s.reason);
+    }
+    Ok(match restored {
+        Some((step, (model, optim, state))) => {
             if show {
                 println!(
                     "resuming {} from step {step} (epoch {}, batch {})",
@@ -815,13 +860,13 @@ fn restore_or_new(
                     state.batch_in_epoch
                 );
             }
-            (model, optim, state, Some(*step))
+            (model, optim, state, Some(step), skipped)
         }
         None => {
-            if opts.resume && show {
+            if show {
                 println!("no complete checkpoint in {}; starting from the beginning", opened.run_dir.display());
             }
-            (model, optim, TrainState::new(signature), None)
+            (model, optim, TrainState::new(signature), None, skipped)
         }
     })
 }

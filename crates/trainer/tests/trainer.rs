@@ -253,6 +253,12 @@ fn resume_continues_exactly() {
         rows_resumed.iter().map(|r| (r.kind, r.step)).collect::<Vec<_>>(),
         rows.iter().map(|r| (r.kind, r.step)).collect::<Vec<_>>()
     );
+    // The epoch the interruption split reports the uninterrupted run's figures (its running
+    // sums travel in the checkpoint), not just the steps after the resume.
+    let epoch_figures = |rows: &[trainer::metrics::Row]| {
+        rows.iter().filter(|r| r.kind == "epoch").map(|r| (r.loss, r.top1)).collect::<Vec<_>>()
+    };
+    assert_eq!(epoch_figures(&rows_resumed), epoch_figures(&rows));
 
     // A run directory is never silently reused.
     let again = run(cfg.clone(), RunOptions { run_dir: Some(dir.clone()), ..Default::default() }).unwrap_err();
@@ -331,6 +337,164 @@ fn killed_process_resumes_from_last_complete_checkpoint() {
     assert!(!staging_step_dir(&run_dir), "staging directories are cleaned up");
     let events = std::fs::read_to_string(run_dir.join("events.jsonl")).unwrap();
     assert!(events.contains("\"kind\":\"resume\""), "{events}");
+}
+
+/// A real small filesystem (tmpfs) mounted at a fresh directory, when this process may mount one
+/// (root in a privileged container); unmounted on drop.
+struct SmallFs(PathBuf);
+
+impl SmallFs {
+    fn mount(dir: &Path, mib: usize) -> Option<Self> {
+        std::fs::create_dir_all(dir).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
+            .arg(dir)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Self(dir.to_path_buf()))
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// Fill the filesystem of `dir` with a ballast file, leaving about `leave` bytes free.
+fn fill_leaving(dir: &Path, leave: u64) -> PathBuf {
+    use std::io::Write;
+    let path = dir.join("ballast");
+    let mut f = std::fs::File::create(&path).unwrap();
+    let chunk = vec![0u8; 4096];
+    while f.write_all(&chunk).is_ok() {}
+    let len = f.metadata().unwrap().len();
+    f.set_len(len.saturating_sub(leave)).unwrap();
+    path
+}
+
+fn staged_leftovers(dir: &Path) -> Vec<String> {
+    [dir.to_path_buf(), dir.join("checkpoints")]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).into_iter().flatten().flatten())
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with(".tmp") || n.starts_with(".old-"))
+        .collect()
+}
+
+#[test]
+fn a_full_disk_corrupt_checkpoints_and_a_second_trainer_lose_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sets = ["checkpoint.every_steps=2"];
+    let reference =
+        run(smoke(tmp.path(), &sets), RunOptions { run_dir: Some(tmp.path().join("ref")), ..Default::default() })
+            .unwrap();
+    let expected = exported_weights(&reference.run_dir);
+    let ref_rows = trainer::metrics::read_rows(&reference.run_dir.join("metrics.csv")).unwrap();
+
+    // The run lives on a 4 MiB tmpfs when one can be mounted; otherwise writes over a file-size
+    // limit (RLIMIT_FSIZE) fail instead, the other way a write is refused for good.
+    let fs = SmallFs::mount(&tmp.path().join("small"), 4);
+    let run_dir = match &fs {
+        Some(fs) => fs.0.join("run"),
+        None => tmp.path().join("run"),
+    };
+    let run_s = run_dir.display().to_string();
+    let partial = run(
+        smoke(tmp.path(), &sets),
+        RunOptions { run_dir: Some(run_dir.clone()), stop_after_steps: Some(4), ..Default::default() },
+    );
+    partial.unwrap();
+    let steps = |d: &Path| trainer::checkpoint::list(d).into_iter().map(|(s, _)| s).collect::<Vec<_>>();
+    assert_eq!(steps(&run_dir), [2, 4]);
+
+    // A second trainer on the same run is refused, naming the owner; the lock holder here is this
+    // test process.
+    let trainer_bin = env!("CARGO_BIN_EXE_trainer");
+    let lock = trainer::lock::RunLock::take(&run_dir).unwrap();
+    let out = Command::new(trainer_bin).args(["--resume", &run_s]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("is in use by another trainer (pid {}", std::process::id())), "{err}");
+    drop(lock);
+
+    // The disk fills up during the next checkpoint: the error names the file and the OS reason,
+    // the staged directory is gone and the earlier checkpoints are intact.
+    let model_bytes = std::fs::metadata(run_dir.join("checkpoints/step-00000004/model.mpk")).unwrap().len();
+    let optim_bytes = std::fs::metadata(run_dir.join("checkpoints/step-00000004/optim.mpk")).unwrap().len();
+    assert!(optim_bytes > model_bytes + 8192, "optim {optim_bytes} bytes, model {model_bytes}");
+    let (out, reason) = match &fs {
+        Some(fs) => {
+            let ballast = fill_leaving(&fs.0, model_bytes + 8192);
+            let out = Command::new(trainer_bin).args(["--resume", &run_s]).output().unwrap();
+            std::fs::remove_file(ballast).unwrap();
+            (out, "No space left on device")
+        }
+        None => {
+            let kib = model_bytes / 1024 + 4;
+            let script = format!("trap '' XFSZ; ulimit -f {kib}; exec \"$0\" --resume \"$1\"");
+            let out = Command::new("bash").args(["-c", &script, trainer_bin, &run_s]).output().unwrap();
+            (out, "File too large")
+        }
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&run_s) && err.contains(reason), "{err}");
+    assert!(!err.contains("MessagePack") && !err.contains("panicked"), "{err}");
+    assert_eq!(staged_leftovers(&run_dir), Vec::<String>::new());
+    assert_eq!(steps(&run_dir), [2, 4]);
+    for (_, dir) in trainer::checkpoint::list(&run_dir) {
+        bundle::manifest::verify(&dir, &[]).unwrap();
+    }
+
+    // The newest checkpoint is then corrupted (one flipped byte) and the lock left by a dead
+    // trainer: the resume passes over step 4 saying why, takes the stale lock, continues from
+    // step 2 and ends on the uninterrupted run's weights and figures.
+    let weights = run_dir.join("checkpoints/step-00000004/model.mpk");
+    let mut bytes = std::fs::read(&weights).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x40;
+    std::fs::write(&weights, &bytes).unwrap();
+    std::fs::write(run_dir.join("run.lock"), "999999999").unwrap();
+    let resumed = run(
+        smoke(tmp.path(), &sets),
+        RunOptions { run_dir: Some(run_dir.clone()), resume: true, ..Default::default() },
+    )
+    .unwrap()
+    .summary
+    .unwrap();
+    assert_eq!(resumed.resumed_from_step, Some(2));
+    assert_eq!(max_abs_diff(&exported_weights(&run_dir), &expected), 0.0);
+    let rows = trainer::metrics::read_rows(&run_dir.join("metrics.csv")).unwrap();
+    let figures = |rows: &[trainer::metrics::Row]| {
+        rows.iter().map(|r| (r.kind, r.step, r.loss, r.top1, r.valid_loss)).collect::<Vec<_>>()
+    };
+    assert_eq!(figures(&rows), figures(&ref_rows));
+    let ev = events(&run_dir);
+    let skipped: Vec<_> = ev.iter().filter(|e| e["kind"] == "checkpoint_skipped").collect();
+    assert_eq!(skipped.len(), 1, "{ev:?}");
+    let why = skipped[0]["detail"].as_str().unwrap_or_default().to_string();
+    assert!(why.contains("step-00000004/model.mpk") && why.contains("corrupt"), "{ev:?}");
+
+    // A corrupt exported bundle is a clear error in SignFlow's words: found by its manifest, and
+    // without one (an older bundle) by the reader.
+    let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
+    let bundle_dir = tmp.path().join("bundle");
+    std::fs::create_dir_all(&bundle_dir).unwrap();
+    for e in std::fs::read_dir(run_dir.join("model")).unwrap().flatten() {
+        std::fs::copy(e.path(), bundle_dir.join(e.file_name())).unwrap();
+    }
+    let mpk = bundle_dir.join("model.mpk");
+    let full = std::fs::read(&mpk).unwrap();
+    std::fs::write(&mpk, &full[..full.len() * 2 / 3]).unwrap();
+    let load = |d: &Path| bundle::load_bundle::<device::Backend>(d, &dev).map(|_| ()).unwrap_err().to_string();
+    let e = load(&bundle_dir);
+    assert!(e.contains("model.mpk") && e.contains("truncated or changed after it was written"), "{e}");
+    std::fs::remove_file(bundle_dir.join("manifest.json")).unwrap();
+    let e = load(&bundle_dir);
+    assert!(e.contains("model.mpk") && e.contains("truncated or corrupt"), "{e}");
+    assert!(!e.contains("0.14.0"), "{e}");
 }
 
 /// The smoke experiment on a slightly larger synthetic set that a tiny transformer learns in
