@@ -74,10 +74,31 @@ pub fn write_bundle<B: Kernels>(dir: &Path, model: &SignModel<B>, card: &ModelCa
     atomic::write_json(&dir.join(layout::LABELS_FILE), &card.labels)
 }
 
+/// Refuse a card whose model cannot fit in its weights file (4 bytes a parameter at full
+/// precision), before the model is built: damaged sizes would otherwise allocate without bound.
+fn check_size(dir: &Path, card: &ModelCard) -> Result<()> {
+    let weights = dir.join(layout::WEIGHTS_FILE);
+    let bytes = std::fs::metadata(&weights).map_err(|e| BundleError::io(&weights, e))?.len() as u128;
+    let params = card.model.min_params(card.input_features, card.labels.len());
+    if params.saturating_mul(4) > bytes {
+        return Err(BundleError::Invalid {
+            path: dir.join(layout::CARD_FILE),
+            message: format!(
+                "it describes a {} model of at least {params} parameters ({} bytes), but {} holds {bytes} bytes: the weights file is truncated, or the card is damaged or belongs to other weights",
+                card.model.kind(),
+                params.saturating_mul(4),
+                layout::WEIGHTS_FILE
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Load a bundle: its card and the model with its weights.
 pub fn load_bundle<B: Kernels>(dir: &Path, device: &B::Device) -> Result<(ModelCard, SignModel<B>)> {
     manifest::verify(dir, &[layout::WEIGHTS_FILE])?;
     let card = card::read_card(dir)?;
+    check_size(dir, &card)?;
     let model = card.model.init::<B>(card.input_features, card.labels.len(), device);
     let model = weights::load_weights(model, dir, device)?;
     Ok((card, model))

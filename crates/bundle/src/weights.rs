@@ -21,6 +21,24 @@ fn recorder() -> NamedMpkBytesRecorder<FullPrecisionSettings> {
     NamedMpkBytesRecorder::<FullPrecisionSettings>::new()
 }
 
+thread_local! {
+    static DECODING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this thread is decoding a record inside a guard that turns Burn's panics on damaged
+/// input into errors: a binary's panic hook stays quiet then (the error follows).
+pub fn decoding() -> bool {
+    DECODING.try_with(std::cell::Cell::get).unwrap_or(false)
+}
+
+/// Run `f`, catching a panic (Burn's decoders panic on some damaged records).
+fn guarded<T>(f: impl FnOnce() -> T) -> std::thread::Result<T> {
+    DECODING.with(|d| d.set(true));
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    DECODING.with(|d| d.set(false));
+    out
+}
+
 /// Write a Burn record to `path`: encoded in memory, then written atomically.
 pub fn write_record<B: Backend, R: Record<B>>(record: R, path: &Path) -> Result<()> {
     let bytes = Recorder::<B>::record(&recorder(), record, ())
@@ -40,8 +58,7 @@ pub fn read_record<B: Backend, R: Record<B>>(path: &Path, what: &str, device: &B
     };
     let len = bytes.len();
     // Burn's decoder panics on some malformed input; a corrupt file must be an error, not a crash.
-    let loaded =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Recorder::<B>::load::<R>(&recorder(), bytes, device)));
+    let loaded = guarded(|| Recorder::<B>::load::<R>(&recorder(), bytes, device));
     match loaded {
         Ok(Ok(r)) => Ok(r),
         _ => Err(BundleError::Invalid {
@@ -78,7 +95,7 @@ pub fn load_weights<B: Kernels>(model: SignModel<B>, dir: &Path, device: &B::Dev
     let expected = shapes(&model);
     let record = read_record::<B, _>(&path, "weights", device)?;
     // Loading a record of another architecture can panic inside Burn: an error instead.
-    let m = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| model.load_record(record))).map_err(|_| {
+    let m = guarded(|| model.load_record(record)).map_err(|_| {
         invalid("cannot load the weights: the file holds another architecture than the one in model.json".into())
     })?;
     let found = shapes(&m);

@@ -31,6 +31,7 @@ pub mod index;
 pub mod islr;
 pub mod layout;
 pub mod loader;
+pub mod mutate;
 pub mod npy;
 pub mod preprocess;
 pub mod sequence;

@@ -212,7 +212,7 @@ impl Preprocessor {
             for f in 0..seq.frames() {
                 let v = seq.at(f, self.config.reference_point);
                 for k in 0..3 {
-                    if !v[k].is_nan() {
+                    if v[k].is_finite() {
                         sum[k] += v[k] as f64;
                         n[k] += 1;
                     }
@@ -223,6 +223,9 @@ impl Preprocessor {
             None
         };
         let mut sel = seq.select(&indices);
+        // An infinite coordinate is a broken measurement: it is treated as missing, like NaN, so
+        // it cannot spread through the normalization into the features or the loss.
+        sel.xyz.iter_mut().filter(|v| v.is_infinite()).for_each(|v| *v = f32::NAN);
         if self.config.drop_empty_frames {
             let keep: Vec<bool> = (0..sel.frames()).map(|f| sel.frame_has_data(f)).collect();
             sel.retain_frames(&keep);
@@ -425,6 +428,21 @@ mod tests {
         let mean = vals.iter().sum::<f64>() / vals.len() as f64;
         let var = vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / vals.len() as f64;
         assert!((var.sqrt() - 1.0).abs() < 1e-4, "std {}", var.sqrt());
+    }
+
+    #[test]
+    fn infinite_coordinates_are_treated_as_missing_and_never_reach_the_features() {
+        let (mut with_inf, mut with_nan) = (ramp(6, 543), ramp(6, 543));
+        for (f, p) in [(1, 0), (2, 500), (4, 468), (5, 17)] {
+            with_inf.set(f, p, [f32::INFINITY, f32::NEG_INFINITY, 1.0]);
+            with_nan.set(f, p, [f32::NAN, f32::NAN, 1.0]);
+        }
+        let p = Preprocessor::new(PreprocessConfig::default()).unwrap();
+        let a = p.prepare(&Sample::Landmarks(with_inf), Path::new("inf")).unwrap();
+        let b = p.prepare(&Sample::Landmarks(with_nan), Path::new("nan")).unwrap();
+        assert!(a.data.iter().all(|v| v.is_finite()));
+        assert!(a.data.iter().any(|v| *v != 0.0), "the sequence keeps its content");
+        assert_eq!(a.data, b.data, "an infinite coordinate is prepared like a missing one");
     }
 
     #[test]

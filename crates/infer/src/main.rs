@@ -188,6 +188,13 @@ fn main() -> ExitCode {
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
         .init();
+    // Burn's panics on a damaged weights file become errors naming the file: no panic trace.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !bundle::weights::decoding() {
+            default_hook(info);
+        }
+    }));
     match run(Cli::parse()) {
         Ok(code) => code,
         Err(e) => {

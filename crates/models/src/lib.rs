@@ -86,6 +86,9 @@ pub enum ModelError {
     },
 }
 
+/// The most frames a transformer's positional table may cover.
+pub const MAX_FRAMES_LIMIT: usize = 1 << 16;
+
 /// The `[model]` section of experiment configs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -149,6 +152,9 @@ impl ModelConfig {
                 if c.layers == 0 || c.ff_dim == 0 || c.max_frames == 0 {
                     return err("layers", "layers, ff_dim and max_frames must be at least 1".into());
                 }
+                if c.max_frames > MAX_FRAMES_LIMIT {
+                    return err("max_frames", format!("{} is above the limit of {MAX_FRAMES_LIMIT}", c.max_frames));
+                }
                 prob("dropout", c.dropout)
             }
             Self::Gru(c) => {
@@ -156,6 +162,30 @@ impl ModelConfig {
                     return err("hidden", "must be at least 1".into());
                 }
                 prob("dropout", c.dropout)
+            }
+        }
+    }
+
+    /// A lower bound on the trainable parameters of the model for `input_features` and
+    /// `classes` (the largest weight matrices only), computed without building it: a model card
+    /// whose sizes were damaged can be refused before a multi-terabyte allocation.
+    pub fn min_params(&self, input_features: usize, classes: usize) -> u128 {
+        let [i, k] = [input_features, classes].map(|v| v as u128);
+        match self {
+            Self::ConvTransformer(c) => {
+                let [d, s, b, kernel, e] =
+                    [c.dim, c.stages, c.conv_blocks_per_stage, c.kernel, c.expand].map(|v| v as u128);
+                // stem, top, classifier; per conv block an expansion matrix and a depthwise
+                // kernel; per stage an attention projection.
+                i * d + 2 * d * d + 2 * d * k + s * b * (e * d * d + kernel * d) + s * d * d
+            }
+            Self::Transformer(c) => {
+                let [d, l, f] = [c.dim, c.layers, c.ff_dim].map(|v| v as u128);
+                i * d + l * (d * d + 2 * d * f) + d * k
+            }
+            Self::Gru(c) => {
+                let h = c.hidden as u128;
+                3 * i * h + h * k
             }
         }
     }

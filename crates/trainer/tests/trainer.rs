@@ -493,8 +493,15 @@ fn a_full_disk_corrupt_checkpoints_and_a_second_trainer_lose_nothing() {
     assert!(e.contains("model.mpk") && e.contains("truncated or changed after it was written"), "{e}");
     std::fs::remove_file(bundle_dir.join("manifest.json")).unwrap();
     let e = load(&bundle_dir);
-    assert!(e.contains("model.mpk") && e.contains("truncated or corrupt"), "{e}");
+    assert!(e.contains("model.mpk") && e.contains("truncated"), "{e}");
     assert!(!e.contains("0.14.0"), "{e}");
+    // A damaged size in model.json is refused before the model is built (dim 10^6 would ask
+    // for terabytes).
+    std::fs::write(&mpk, &full).unwrap();
+    let card = std::fs::read_to_string(bundle_dir.join("model.json")).unwrap();
+    std::fs::write(bundle_dir.join("model.json"), card.replacen("\"dim\": 16,", "\"dim\": 1000000,", 1)).unwrap();
+    let e = load(&bundle_dir);
+    assert!(e.contains("model.json") && e.contains("at least") && e.contains("the card is damaged"), "{e}");
 }
 
 /// The smoke experiment on a slightly larger synthetic set that a tiny transformer learns in
@@ -1477,4 +1484,213 @@ fn fastest_device_choice_times_each_device_and_says_why() {
     // Only with device = "auto".
     let err = smoke_builder(tmp.path(), &["device.choose=\"fastest\""]).build().unwrap_err().to_string();
     assert!(err.contains("device.choose") && err.contains("auto"), "{err}");
+}
+
+/// The largest single allocation requested by a thread while it fuzzes (see [`fuzz_formats`]).
+mod alloc_watch {
+    use std::alloc::{GlobalAlloc, Layout, System};
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    pub struct Watch;
+    pub static LARGEST: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        pub static ON: Cell<bool> = const { Cell::new(false) };
+    }
+
+    unsafe impl GlobalAlloc for Watch {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            if ON.try_with(Cell::get).unwrap_or(false) {
+                LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
+            }
+            unsafe { System.alloc(layout) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            unsafe { System.dealloc(ptr, layout) }
+        }
+        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+            if ON.try_with(Cell::get).unwrap_or(false) {
+                LARGEST.fetch_max(new_size, Ordering::Relaxed);
+            }
+            unsafe { System.realloc(ptr, layout, new_size) }
+        }
+    }
+}
+
+#[global_allocator]
+static ALLOC: alloc_watch::Watch = alloc_watch::Watch;
+
+/// A file format under the fuzzer: a valid file, where the mutated copies go, and the reader.
+struct Target<'a> {
+    name: &'a str,
+    valid: Vec<u8>,
+    path: PathBuf,
+    read: Box<dyn Fn() -> Result<(), String> + 'a>,
+}
+
+fn find_file(dir: &Path, suffix: &str) -> PathBuf {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.to_string_lossy().ends_with(suffix) {
+                return p;
+            }
+        }
+    }
+    panic!("no {suffix} under {}", dir.display())
+}
+
+/// Seeded mutation fuzzing of every file SignFlow reads: each damaged input must be an error,
+/// never a panic, a hang or a huge allocation.
+#[test]
+fn fuzz_formats() {
+    let tmp = tempfile::tempdir().unwrap();
+    let full = run(smoke(tmp.path(), &[]), RunOptions { run_dir: Some(tmp.path().join("run")), ..Default::default() })
+        .unwrap();
+    let run_dir = full.run_dir;
+    let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
+    let synth_csv = find_file(&tmp.path().join("synth"), "train.csv");
+    let synth_root = synth_csv.parent().unwrap().to_path_buf();
+    let fuzz = tmp.path().join("fuzz");
+    std::fs::create_dir_all(&fuzz).unwrap();
+    let place = |sub: &str| {
+        let d = fuzz.join(sub);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    };
+    // A dataset root whose train.csv is fuzzed, with the real landmark files beside it.
+    let ds = place("dataset");
+    std::os::unix::fs::symlink(synth_root.join("landmarks"), ds.join("landmarks")).unwrap();
+    std::fs::copy(synth_root.join("sign_to_prediction_index_map.json"), ds.join("sign_to_prediction_index_map.json"))
+        .unwrap();
+    // A bundle without its manifest, so the decoders see every damaged byte.
+    let bundle_dir = place("bundle");
+    for e in std::fs::read_dir(run_dir.join("model")).unwrap().flatten() {
+        if e.file_name() != "manifest.json" {
+            std::fs::copy(e.path(), bundle_dir.join(e.file_name())).unwrap();
+        }
+    }
+    let ckpt = place("checkpoint");
+    std::fs::copy(trainer::checkpoint::list(&run_dir).pop().unwrap().1.join("state.json"), ckpt.join("state.json"))
+        .unwrap();
+    let npy = place("npy").join("seq.npy");
+    let values: Vec<f32> = (0..12 * 30).map(|i| i as f32 * 0.01).collect();
+    data::npy::write_npy(&npy, &[12, 30], &values).unwrap();
+    let cfg_path = place("config").join("exp.toml");
+    let card = bundle::card::read_card(&bundle_dir).unwrap();
+
+    let text = |e: &dyn std::fmt::Display| e.to_string();
+    let targets = vec![
+        Target {
+            name: "landmarks parquet",
+            valid: std::fs::read(find_file(&synth_root, ".parquet")).unwrap(),
+            path: place("parquet").join("seq.parquet"),
+            read: Box::new(|| {
+                data::islr::read_parquet(&fuzz.join("parquet/seq.parquet")).map(|_| ()).map_err(|e| text(&e))
+            }),
+        },
+        Target {
+            name: "npy",
+            valid: std::fs::read(&npy).unwrap(),
+            path: npy.clone(),
+            read: Box::new(|| data::npy::read_npy(&npy).map(|_| ()).map_err(|e| text(&e))),
+        },
+        Target {
+            name: "train.csv",
+            valid: std::fs::read(&synth_csv).unwrap(),
+            path: ds.join("train.csv"),
+            read: Box::new(|| data::index::open(&ds).map(|_| ()).map_err(|e| text(&e))),
+        },
+        Target {
+            name: "label map",
+            valid: std::fs::read(synth_root.join("sign_to_prediction_index_map.json")).unwrap(),
+            path: place("labels").join("map.json"),
+            read: Box::new(|| {
+                data::index::read_label_map(&fuzz.join("labels/map.json")).map(|_| ()).map_err(|e| text(&e))
+            }),
+        },
+        Target {
+            name: "model.json",
+            valid: std::fs::read(run_dir.join("model/model.json")).unwrap(),
+            path: bundle_dir.join("model.json"),
+            read: Box::new(|| {
+                bundle::load_bundle::<device::Backend>(&bundle_dir, &dev).map(|_| ()).map_err(|e| text(&e))
+            }),
+        },
+        Target {
+            name: "model.mpk",
+            valid: std::fs::read(run_dir.join("model/model.mpk")).unwrap(),
+            path: place("weights").join("model.mpk"),
+            read: Box::new(|| {
+                let model = card.model.init::<device::Backend>(card.input_features, card.labels.len(), &dev);
+                bundle::weights::load_weights(model, &fuzz.join("weights"), &dev).map(|_| ()).map_err(|e| text(&e))
+            }),
+        },
+        Target {
+            name: "checkpoint state.json",
+            valid: std::fs::read(ckpt.join("state.json")).unwrap(),
+            path: ckpt.join("state.json"),
+            read: Box::new(|| trainer::checkpoint::read_state(&ckpt).map(|_| ()).map_err(|e| text(&e))),
+        },
+        Target {
+            name: "config TOML",
+            valid: std::fs::read(run_dir.join("config.toml")).unwrap(),
+            path: cfg_path.clone(),
+            read: Box::new(|| {
+                let mut b = ConfigBuilder::new();
+                b.add_file(&cfg_path).map_err(|e| text(&e))?;
+                b.build().map(|_| ()).map_err(|e| text(&e))
+            }),
+        },
+    ];
+
+    const SEED: u64 = 0x5157_2026;
+    const PER_FORMAT: usize = 500;
+    let mut failures = Vec::new();
+    let mut report = Vec::new();
+    for (t, target) in targets.iter().enumerate() {
+        // The valid file reads, so the mutations below are what the errors are about.
+        std::fs::write(&target.path, &target.valid).unwrap();
+        assert_eq!((target.read)(), Ok(()), "{}: the valid file must read", target.name);
+        let mut m = data::mutate::Mutator::new(SEED + t as u64);
+        let (mut errors, mut slowest) = (0, Duration::ZERO);
+        alloc_watch::LARGEST.store(0, std::sync::atomic::Ordering::Relaxed);
+        for i in 0..PER_FORMAT {
+            let input = m.mutate(&target.valid);
+            std::fs::write(&target.path, &input).unwrap();
+            let start = Instant::now();
+            alloc_watch::ON.with(|on| on.set(true));
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (target.read)()));
+            alloc_watch::ON.with(|on| on.set(false));
+            slowest = slowest.max(start.elapsed());
+            match outcome {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    errors += 1;
+                    assert!(!e.trim().is_empty(), "{}: an empty error message", target.name);
+                }
+                Err(p) => failures.push(format!(
+                    "{} seed {} iteration {i}: panic {}",
+                    target.name,
+                    SEED + t as u64,
+                    trainer::fault::panic_message(&*p)
+                )),
+            }
+        }
+        let largest = alloc_watch::LARGEST.load(std::sync::atomic::Ordering::Relaxed);
+        report.push(format!(
+            "{}: {PER_FORMAT} inputs, {errors} errors, slowest {:.1} ms, largest allocation {:.1} MiB",
+            target.name,
+            slowest.as_secs_f64() * 1e3,
+            largest as f64 / 1048576.0
+        ));
+        assert!(slowest < Duration::from_secs(5), "{}: an input took {slowest:?}", target.name);
+        assert!(largest < 256 << 20, "{}: an input asked for {largest} bytes", target.name);
+        assert!(errors > PER_FORMAT / 10, "{}: only {errors} of {PER_FORMAT} inputs were refused", target.name);
+    }
+    println!("{}", report.join("\n"));
+    assert!(failures.is_empty(), "{} panics:\n{}", failures.len(), failures.join("\n"));
 }
