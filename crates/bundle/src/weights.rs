@@ -113,6 +113,17 @@ pub fn load_weights<B: Kernels>(model: SignModel<B>, dir: &Path, device: &B::Dev
     }
 }
 
+/// A 64-bit FNV-1a hash of the bits of every float parameter, in visiting order, as 16 hex
+/// digits: equal for two models exactly when their weights are equal bit for bit (the encoded
+/// `model.mpk` bytes are not: Burn stores random parameter ids).
+pub fn fingerprint<B: Kernels>(model: &SignModel<B>) -> String {
+    let mut h = 0xcbf29ce484222325;
+    for v in flat_weights(model) {
+        h = data::index::fnv1a(h, &v.to_bits().to_le_bytes());
+    }
+    format!("{h:016x}")
+}
+
 /// Every float parameter of `model`, flattened in visiting order (for exact comparisons).
 pub fn flat_weights<B: Kernels>(model: &SignModel<B>) -> Vec<f32> {
     struct Collect(Vec<f32>);

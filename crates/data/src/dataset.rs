@@ -109,6 +109,9 @@ impl SignDataset {
         }
         let ds = Self::load_uncached(index, pre, opts)?;
         if let Some(path) = &cache_path {
+            if let Some(dir) = path.parent() {
+                crate::error::sweep_temp_files(dir);
+            }
             if let Err(e) = write_cache(path, key, &ds) {
                 tracing::warn!("could not write the preprocessing cache: {e}");
             }

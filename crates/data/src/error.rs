@@ -127,15 +127,75 @@ impl DataError {
     }
 }
 
-/// Write `bytes` to `path` atomically: a temp file in the same directory, fsync, rename. A crash
-/// leaves either the old file or the new one, never half of one.
+/// The prefix of this process's temporary files: `.tmp-PID-`.
+fn temp_prefix() -> String {
+    format!(".tmp-{}-", std::process::id())
+}
+
+/// Write `bytes` to `path` atomically: a temp file (`.tmp-PID-*`) in the same directory, fsync,
+/// rename. A crash leaves either the old file or the new one, never half of one; the temp file of
+/// a killed writer is removed later by [`sweep_temp_files`].
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| DataError::io(dir, e))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| DataError::io(dir, e))?;
+    let mut tmp =
+        tempfile::Builder::new().prefix(&temp_prefix()).tempfile_in(dir).map_err(|e| DataError::io(dir, e))?;
     tmp.write_all(bytes).map_err(|e| DataError::io(path, e))?;
     tmp.as_file().sync_all().map_err(|e| DataError::io(path, e))?;
     tmp.persist(path).map_err(|e| DataError::io(path, e.error))?;
     Ok(())
+}
+
+/// Remove from `dir` the temporary files of [`write_atomic`] whose writer is gone (killed
+/// mid-write): `.tmp-PID-*` where no process PID runs (Linux), or older than an hour elsewhere.
+/// Another live writer's temp file is left alone, so this is safe while others write.
+pub fn sweep_temp_files(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        let Some(pid) =
+            name.strip_prefix(".tmp-").and_then(|r| r.split('-').next()).and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() || !e.path().is_file() {
+            continue;
+        }
+        let gone = if Path::new("/proc/self").exists() {
+            !Path::new("/proc").join(pid.to_string()).exists()
+        } else {
+            e.metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > std::time::Duration::from_secs(3600))
+        };
+        if gone {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_temp_files_of_dead_writers_are_swept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let own = format!(".tmp-{}-abc", std::process::id());
+        for name in [".tmp-999999999-dead", ".tmp-1-alive", own.as_str(), "seq.parquet", ".tmpOldStyle"] {
+            std::fs::write(dir.join(name), "x").unwrap();
+        }
+        write_atomic(&dir.join("new.json"), b"{}").unwrap();
+        sweep_temp_files(dir);
+        let mut left: Vec<String> =
+            std::fs::read_dir(dir).unwrap().flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect();
+        left.sort();
+        let mut expected = vec![".tmp-1-alive", own.as_str(), ".tmpOldStyle", "new.json", "seq.parquet"];
+        expected.sort();
+        assert_eq!(left, expected);
+    }
 }

@@ -37,5 +37,5 @@ pub mod preprocess;
 pub mod sequence;
 pub mod synth;
 
-pub use error::{write_atomic, DataError, Result};
+pub use error::{sweep_temp_files, write_atomic, DataError, Result};
 pub use sequence::{FeatureSequence, LandmarkSequence, Prepared, Sample};

@@ -457,6 +457,11 @@ pub fn generate(root: &Path, cfg: &SynthConfig, progress: bool) -> Result<Genera
     );
     let rel_path =
         |s: usize, c: usize, r: usize| format!("landmarks/{}/{}.parquet", 1000 + s, sequence_id(cfg, s, c, r));
+    // What a generator killed mid-write left behind (its files are rewritten below).
+    crate::error::sweep_temp_files(root);
+    for s in 0..cfg.signers {
+        crate::error::sweep_temp_files(&root.join(format!("landmarks/{}", 1000 + s)));
+    }
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8);
     let next = std::sync::atomic::AtomicUsize::new(0);
     let failure: std::sync::Mutex<Option<DataError>> = std::sync::Mutex::new(None);

@@ -252,7 +252,14 @@ fn bad_models_and_inputs_are_errors() {
     let bytes = std::fs::read(corrupt.join("model.mpk")).unwrap();
     std::fs::write(corrupt.join("model.mpk"), &bytes[..bytes.len() / 3]).unwrap();
     let e = load_err(&corrupt);
-    assert!(e.contains("model.mpk: cannot load the weights"), "{e}");
+    assert!(e.contains("model.mpk") && e.contains("truncated"), "{e}");
+    let mut flipped = bytes.clone();
+    flipped[bytes.len() / 2..bytes.len() / 2 + 64].fill(0xff);
+    std::fs::write(corrupt.join("model.mpk"), &flipped).unwrap();
+    // Damaged float bytes still decode; the manifest written with the bundle catches them.
+    std::fs::copy(t.run_dir.join("model/manifest.json"), corrupt.join("manifest.json")).unwrap();
+    let e = load_err(&corrupt);
+    assert!(e.contains("model.mpk") && e.contains("the file is corrupt"), "{e}");
     let missing = copy_model(t, &tmp.path().join("missing"));
     std::fs::remove_file(missing.join("model.mpk")).unwrap();
     let e = load_err(&missing);
@@ -590,4 +597,160 @@ fn wgpu_predictions_equal_the_cpus_and_the_cli_runs_there() {
     ]);
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stderr.contains("fastest of "), "{stderr}");
+}
+
+/// SplitMix64: the test's own seeded stream of numbers.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e3779b97f4a7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+    /// A coordinate: mostly ordinary, sometimes NaN, infinite, huge or subnormal.
+    fn value(&mut self) -> f32 {
+        match self.below(20) {
+            0 => f32::NAN,
+            1 => f32::INFINITY,
+            2 => f32::NEG_INFINITY,
+            3 => f32::MAX,
+            4 => 1e-40,
+            _ => (self.below(2000) as f32 - 1000.0) / 500.0,
+        }
+    }
+}
+
+/// Random shapes and values into `Predictor::predict`, and disordered, repeated, missing and
+/// damaged frames into `StreamingRecognizer::push`: each call is a result, never a panic; what
+/// is accepted gives finite probabilities; a good input still works afterwards.
+#[test]
+fn predictor_and_stream_take_random_and_disordered_input_without_panicking() {
+    let t = trained();
+    let predictor = Arc::new(Predictor::load(&t.run_dir, &cpu(None)).unwrap());
+    let mut rng = Rng(0x5157_2026);
+    let (mut ok, mut refused) = (0, 0);
+    for i in 0..300 {
+        let sample = if rng.below(4) == 0 {
+            let features = [1, 36, 708, 709][rng.below(4)];
+            let frames = rng.below(80);
+            Sample::Features(data::FeatureSequence {
+                features,
+                data: (0..frames * features).map(|_| rng.value()).collect(),
+            })
+        } else {
+            let points = [0, 1, 100, 543, 543, 543, 544][rng.below(7)];
+            let frames = rng.below(120);
+            let mut seq = LandmarkSequence::empty(frames, points);
+            for v in seq.xyz.iter_mut() {
+                *v = rng.value();
+            }
+            Sample::Landmarks(seq)
+        };
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| predictor.predict(&sample))) {
+            Ok(Ok(p)) => {
+                ok += 1;
+                let total: f32 =
+                    predictor.probabilities(&[predictor.prepare(&sample, 0).unwrap()]).unwrap()[0].iter().sum();
+                assert!(
+                    p.top.iter().all(|r| r.probability.is_finite()) && (total - 1.0).abs() < 1e-3,
+                    "input {i}: {p:?}"
+                );
+            }
+            Ok(Err(e)) => {
+                refused += 1;
+                assert!(!e.to_string().is_empty());
+            }
+            Err(_) => panic!("input {i} made predict panic"),
+        }
+    }
+    eprintln!("predict: {ok} accepted, {refused} refused of 300 random inputs");
+    assert!(ok > 50 && refused > 50, "{ok} accepted, {refused} refused");
+
+    let seq = data::synth::generate_sequence(&t.cfg.synthetic, 1, 0, 0);
+    let frames = frames_of(&seq);
+    let mut rec = StreamingRecognizer::new(predictor.clone(), StreamConfig::default()).unwrap();
+    let (mut accepted, mut errors, mut last) = (0, 0, 0i64);
+    for i in 0..3000 {
+        let mut frame = frames[rng.below(frames.len())].clone();
+        let id = match rng.below(10) {
+            0 => last,                             // repeated
+            1 => last - 1 - rng.below(5) as i64,   // out of order
+            2 => last + 2 + rng.below(200) as i64, // frames missing
+            _ => last + 1,
+        };
+        match rng.below(12) {
+            0 => frame.truncate(rng.below(543)),
+            1 => frame.iter_mut().for_each(|p| *p = [rng.value(), rng.value(), rng.value()]),
+            _ => {}
+        }
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rec.push(id, &frame))) {
+            Ok(Ok(events)) => {
+                accepted += 1;
+                last = id;
+                assert!(events.iter().all(|e| e.confidence.is_finite() && e.start_frame <= e.end_frame), "{events:?}");
+            }
+            Ok(Err(_)) => errors += 1,
+            Err(_) => panic!("push {i} (frame {id}, {} landmarks) panicked", frame.len()),
+        }
+    }
+    eprintln!("stream: {accepted} frames accepted, {errors} refused of 3000");
+    assert!(accepted > 1500 && errors > 300, "{accepted} accepted, {errors} refused");
+    rec.finish().unwrap();
+    // The recognizer and the predictor still work on good input.
+    let mut rec = StreamingRecognizer::new(predictor.clone(), StreamConfig::default()).unwrap();
+    let mut events = Vec::new();
+    for (i, f) in frames.iter().enumerate() {
+        events.extend(rec.push(i as i64, f).unwrap());
+    }
+    events.extend(rec.finish().unwrap());
+    assert!(!events.is_empty());
+    assert_eq!(predictor.predict(&Sample::Landmarks(seq)).unwrap().top.len(), 5);
+}
+
+/// One `Predictor` shared by several threads gives exactly the sequential results.
+#[test]
+fn a_shared_predictor_under_threads_gives_the_sequential_results() {
+    let t = trained();
+    let predictor = Arc::new(Predictor::load(&t.run_dir, &cpu(None)).unwrap());
+    let (samples, _, _) = validation_files(t);
+    let samples = Arc::new(samples);
+    let sequential: Vec<_> = samples.iter().map(|s| predictor.predict(s).unwrap()).collect();
+    let threads: Vec<_> = (0..4)
+        .map(|k| {
+            let (p, s) = (predictor.clone(), samples.clone());
+            std::thread::spawn(move || {
+                let mut out = Vec::new();
+                for round in 0..3 {
+                    for i in 0..s.len() {
+                        // Each thread walks the inputs in its own order.
+                        let i = (i * (2 * k + 1) + round) % s.len();
+                        let start = std::time::Instant::now();
+                        out.push((i, p.predict(&s[i]).unwrap(), start.elapsed()));
+                    }
+                }
+                out
+            })
+        })
+        .collect();
+    let mut latencies = Vec::new();
+    for th in threads {
+        for (i, pred, took) in th.join().unwrap() {
+            assert_eq!(pred, sequential[i], "input {i} differs under threads");
+            latencies.push(took);
+        }
+    }
+    latencies.sort();
+    let pct = |q: f64| latencies[((latencies.len() - 1) as f64 * q) as usize].as_secs_f64() * 1e3;
+    eprintln!(
+        "4 threads x {} predictions: p50 {:.2} ms, p99 {:.2} ms (batch 1, CPU, alongside the other tests)",
+        latencies.len() / 4,
+        pct(0.5),
+        pct(0.99)
+    );
 }

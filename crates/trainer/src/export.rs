@@ -172,6 +172,7 @@ pub fn summary(p: SummaryParts<'_>) -> Summary {
         last: history.last().cloned(),
         best: state.best.clone(),
         exported_model: p.exported_model,
+        final_weights_fingerprint: bundle::weights::fingerprint(p.model),
         peak_memory_mib: peak_memory(history),
         device_faults: state.device_faults.clone(),
         distributed: p.group,

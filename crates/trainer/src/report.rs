@@ -194,6 +194,10 @@ pub struct Summary {
     pub best: Option<BestRecord>,
     /// The exported model bundle.
     pub exported_model: PathBuf,
+    /// [`bundle::weights::fingerprint`] of the final weights: equal for two runs exactly when
+    /// their weights are equal bit for bit (compare an interrupted run with an uninterrupted one).
+    #[serde(default)]
+    pub final_weights_fingerprint: String,
     /// Peak device memory over the run's epochs, MiB: `[in use, reserved]` (GPU backends).
     pub peak_memory_mib: Option<[f64; 2]>,
     /// Device faults (out of memory, device lost) the run survived, in order.

@@ -504,6 +504,42 @@ fn a_full_disk_corrupt_checkpoints_and_a_second_trainer_lose_nothing() {
     assert!(e.contains("model.json") && e.contains("at least") && e.contains("the card is damaged"), "{e}");
 }
 
+/// The chaos harness (`scripts/chaos.sh`) in short: 8 `kill -9`s of the real trainer binary,
+/// including during dataset generation, preprocessing and checkpoint writes, then the final
+/// weights equal an uninterrupted run's bit for bit and nothing temporary is left.
+#[test]
+fn chaos_kills_during_generation_caching_and_checkpoints_lose_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = Path::new(env!("CARGO_BIN_EXE_trainer")).parent().unwrap();
+    let out = tmp.path().join("chaos");
+    let run = Command::new("bash")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/chaos.sh"))
+        .arg(&out)
+        .env("BIN", bin)
+        .env("CONFIG", configs_dir().join("smoke.toml"))
+        .env("SETS", "training.epochs=12 synthetic.repetitions=6")
+        .env("KILLS", "8")
+        .env("EVERY", "2")
+        .env("PAUSE_MS", "40")
+        .env("MAX_MS", "400")
+        .env("SEED", "3")
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "{report}\n{}", String::from_utf8_lossy(&run.stderr));
+    let md = std::fs::read_to_string(out.join("chaos.md")).unwrap();
+    assert!(md.trim_end().ends_with("PASS"), "{md}");
+    let kills: usize = md
+        .split("| kills (kill -9) | ")
+        .nth(1)
+        .and_then(|r| r.split(':').next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
+    assert!(kills >= 6, "only {kills} kills landed before the run finished:\n{md}");
+    assert!(md.contains("1 during dataset generation"), "{md}");
+    assert!(md.contains("| leftover temporary files | 0 |"), "{md}");
+}
+
 /// The smoke experiment on a slightly larger synthetic set that a tiny transformer learns in
 /// about a second: 6 signs x 6 signers x 3 repetitions, 2 signers (36 sequences) held out.
 fn learnable(tmp: &Path, sets: &[&str]) -> ExperimentConfig {
