@@ -447,6 +447,20 @@ fn a_full_disk_corrupt_checkpoints_and_a_second_trainer_lose_nothing() {
     for (_, dir) in trainer::checkpoint::list(&run_dir) {
         bundle::manifest::verify(&dir, &[]).unwrap();
     }
+    // A filesystem that turned read-only: the error names the file and the OS reason.
+    if let Some(fs) = &fs {
+        let remount = |mode: &str| {
+            let ok = Command::new("mount").args(["-o", &format!("remount,{mode}")]).arg(&fs.0).status().unwrap();
+            assert!(ok.success(), "remount {mode}");
+        };
+        remount("ro");
+        let out = Command::new(trainer_bin).args(["--resume", &run_s]).output().unwrap();
+        remount("rw");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(&run_s) && err.contains("Read-only file system"), "{err}");
+        assert_eq!(steps(&run_dir), [2, 4]);
+    }
 
     // The newest checkpoint is then corrupted (one flipped byte) and the lock left by a dead
     // trainer: the resume passes over step 4 saying why, takes the stale lock, continues from
@@ -502,6 +516,49 @@ fn a_full_disk_corrupt_checkpoints_and_a_second_trainer_lose_nothing() {
     std::fs::write(bundle_dir.join("model.json"), card.replacen("\"dim\": 16,", "\"dim\": 1000000,", 1)).unwrap();
     let e = load(&bundle_dir);
     assert!(e.contains("model.json") && e.contains("at least") && e.contains("the card is damaged"), "{e}");
+}
+
+/// Two trainers preparing the same dataset and cache at once (neither exists yet): both finish,
+/// on the same data (same final weights), and no temporary file is left.
+#[test]
+fn two_processes_preparing_the_same_dataset_at_once_are_safe() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = write(tmp.path(), "exp.toml", &smoke(tmp.path(), &["synthetic.repetitions=6"]).to_toml());
+    let spawn = |name: &str| {
+        Command::new(env!("CARGO_BIN_EXE_trainer"))
+            .arg("--config")
+            .arg(&cfg)
+            .arg("--out")
+            .arg(tmp.path().join(name))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn("a"), spawn("b"));
+    for (name, child) in [("a", a), ("b", b)] {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let fp =
+        |name: &str| summary_json(&tmp.path().join(name))["final_weights_fingerprint"].as_str().unwrap().to_string();
+    assert_eq!(fp("a"), fp("b"));
+    let mut temp = Vec::new();
+    let mut stack = vec![tmp.path().join("synth"), tmp.path().join("cache")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else if e.file_name().to_string_lossy().starts_with(".tmp") {
+                temp.push(e.path());
+            }
+        }
+    }
+    assert!(temp.is_empty(), "{temp:?}");
+    // The cache key covers the files' modification times: when the second generator rewrote a
+    // file after the first had keyed its cache, each wrote its own (whole) cache file.
+    let caches = std::fs::read_dir(tmp.path().join("cache")).unwrap().count();
+    assert!((1..=2).contains(&caches), "{caches} cache files");
 }
 
 /// The chaos harness (`scripts/chaos.sh`) in short: 8 `kill -9`s of the real trainer binary,
@@ -1615,6 +1672,12 @@ fn fuzz_formats() {
     let npy = place("npy").join("seq.npy");
     let values: Vec<f32> = (0..12 * 30).map(|i| i as f32 * 0.01).collect();
     data::npy::write_npy(&npy, &[12, 30], &values).unwrap();
+    // An npy-layout dataset whose labels.csv is fuzzed.
+    let npy_ds = place("npy-dataset");
+    for f in ["a", "b", "c", "d"] {
+        data::npy::write_npy(&npy_ds.join(format!("{f}.npy")), &[12, 30], &values).unwrap();
+    }
+    let labels_csv = "file,label,group\na.npy,hello,s1\nb.npy,thanks,s1\nc.npy,hello,s2\nd.npy,thanks,s2\n";
     let cfg_path = place("config").join("exp.toml");
     let card = bundle::card::read_card(&bundle_dir).unwrap();
 
@@ -1639,6 +1702,12 @@ fn fuzz_formats() {
             valid: std::fs::read(&synth_csv).unwrap(),
             path: ds.join("train.csv"),
             read: Box::new(|| data::index::open(&ds).map(|_| ()).map_err(|e| text(&e))),
+        },
+        Target {
+            name: "labels.csv (npy layout)",
+            valid: labels_csv.as_bytes().to_vec(),
+            path: npy_ds.join("labels.csv"),
+            read: Box::new(|| data::index::open(&npy_ds).map(|_| ()).map_err(|e| text(&e))),
         },
         Target {
             name: "label map",
