@@ -374,6 +374,19 @@ fn fill_leaving(dir: &Path, leave: u64) -> PathBuf {
     path
 }
 
+/// A command running `bin` as the user `nobody` when this process is root and that works (the
+/// binary must be reachable for `nobody`); `None` otherwise.
+fn unprivileged(bin: &str) -> Option<impl Fn() -> Command + '_> {
+    let as_nobody = move || {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", bin]);
+        c
+    };
+    let root = Command::new("id").arg("-u").output().ok().is_some_and(|o| o.stdout.starts_with(b"0\n"));
+    let works = root && as_nobody().arg("--help").output().is_ok_and(|o| o.status.success());
+    works.then_some(as_nobody)
+}
+
 fn staged_leftovers(dir: &Path) -> Vec<String> {
     [dir.to_path_buf(), dir.join("checkpoints")]
         .iter()
@@ -460,6 +473,24 @@ fn a_full_disk_corrupt_checkpoints_and_a_second_trainer_lose_nothing() {
         assert_eq!(out.status.code(), Some(1), "{err}");
         assert!(err.contains(&run_s) && err.contains("Read-only file system"), "{err}");
         assert_eq!(steps(&run_dir), [2, 4]);
+    }
+    // A checkpoints directory this user may not write (as root, the trainer runs as `nobody`
+    // through setpriv, when the binary is reachable for it): the error names the directory.
+    if let Some(as_nobody) = unprivileged(trainer_bin) {
+        let chmod = |mode: &str, path: &Path| {
+            assert!(Command::new("chmod").args(["-R", mode]).arg(path).status().unwrap().success());
+        };
+        for dir in [tmp.path().to_path_buf(), run_dir.clone()] {
+            chmod("a+rwX", &dir);
+        }
+        chmod("go-w", &run_dir.join("checkpoints"));
+        let out = as_nobody().args(["--resume", &run_s]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        eprintln!("as nobody: {}", err.trim());
+        assert!(err.contains(&format!("{run_s}/checkpoints/")) && err.contains("Permission denied"), "{err}");
+        assert_eq!(steps(&run_dir), [2, 4]);
+        assert_eq!(staged_leftovers(&run_dir), Vec::<String>::new());
     }
 
     // The newest checkpoint is then corrupted (one flipped byte) and the lock left by a dead
