@@ -132,12 +132,16 @@ pub struct TrainState {
     /// The running sums of the epoch in progress (zero at an epoch boundary), so an epoch
     /// continued after a resume reports the figures of an uninterrupted one.
     #[serde(default)]
-    pub epoch_sums: EpochSums,
+    pub epoch_sums: RunningSums,
+    /// The running sums of the logging window in progress (the `kind=step` rows of
+    /// `metrics.csv`), for the same reason.
+    #[serde(default)]
+    pub window_sums: RunningSums,
 }
 
-/// Running sums of the training figures of the epoch in progress.
+/// Running sums of training figures (of an epoch or a logging window in progress).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct EpochSums {
+pub struct RunningSums {
     /// The sum of the applied steps' losses, as the bits of an `f64` (JSON numbers do not
     /// round-trip every `f64` exactly, and the resumed epoch's mean must equal the original).
     pub loss_sum_bits: u64,
@@ -170,7 +174,8 @@ impl TrainState {
             signature,
             micro_batch: 0,
             device_faults: Vec::new(),
-            epoch_sums: EpochSums::default(),
+            epoch_sums: RunningSums::default(),
+            window_sums: RunningSums::default(),
         }
     }
 }

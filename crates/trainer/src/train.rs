@@ -262,8 +262,8 @@ impl Tally {
         Self { start: Instant::now(), carried: 0, loss: 0.0, steps: 0, correct: 0, samples: 0, memory: None }
     }
 
-    /// The tally of an epoch continued from a checkpoint's sums.
-    fn resumed(s: checkpoint::EpochSums) -> Self {
+    /// The tally of an epoch or window continued from a checkpoint's sums.
+    fn resumed(s: checkpoint::RunningSums) -> Self {
         Self {
             loss: f64::from_bits(s.loss_sum_bits),
             steps: s.steps,
@@ -275,8 +275,8 @@ impl Tally {
     }
 
     /// The sums a checkpoint keeps.
-    fn sums(&self) -> checkpoint::EpochSums {
-        checkpoint::EpochSums {
+    fn sums(&self) -> checkpoint::RunningSums {
+        checkpoint::RunningSums {
             loss_sum_bits: self.loss.to_bits(),
             steps: self.steps,
             correct: self.correct,
@@ -461,7 +461,7 @@ impl<'a> Trainer<'a> {
             state.scaler = LossScaler::new(f16, &cfg.amp);
         }
         let monitor = gpu_monitor(device, &opened.run_dir)?;
-        let epoch_sums = state.epoch_sums;
+        let (epoch_sums, window_sums) = (state.epoch_sums, state.window_sums);
         Ok(Self {
             recovery: Recovery::new(&cfg.recovery, &model, &optim, state.step),
             schedule: LrSchedule::new(&cfg.schedule, cfg.optimizer.lr, steps_per_epoch, total_steps),
@@ -484,7 +484,7 @@ impl<'a> Trainer<'a> {
             monitor,
             loop_start: Instant::now(),
             data_wait: Duration::ZERO,
-            window: Tally::new(),
+            window: Tally::resumed(window_sums),
             epoch: Tally::resumed(epoch_sums),
             last_grad_norm: 0.0,
             stopped_early: false,
@@ -712,10 +712,10 @@ impl<'a> Trainer<'a> {
     /// The state as a checkpoint stores it (elapsed time up to now).
     fn state_now(&self) -> TrainState {
         let epoch_sums = match self.state.batch_in_epoch {
-            0 => checkpoint::EpochSums::default(),
+            0 => checkpoint::RunningSums::default(),
             _ => self.epoch.sums(),
         };
-        TrainState { elapsed_s: self.elapsed_s(), epoch_sums, ..self.state.clone() }
+        TrainState { elapsed_s: self.elapsed_s(), epoch_sums, window_sums: self.window.sums(), ..self.state.clone() }
     }
 
     fn save_checkpoint(&self) -> Result<()> {

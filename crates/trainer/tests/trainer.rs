@@ -253,10 +253,10 @@ fn resume_continues_exactly() {
         rows_resumed.iter().map(|r| (r.kind, r.step)).collect::<Vec<_>>(),
         rows.iter().map(|r| (r.kind, r.step)).collect::<Vec<_>>()
     );
-    // The epoch the interruption split reports the uninterrupted run's figures (its running
-    // sums travel in the checkpoint), not just the steps after the resume.
+    // The epoch and the logging window the interruption split report the uninterrupted run's
+    // figures (their running sums travel in the checkpoint), not just the steps after the resume.
     let epoch_figures = |rows: &[trainer::metrics::Row]| {
-        rows.iter().filter(|r| r.kind == "epoch").map(|r| (r.loss, r.top1)).collect::<Vec<_>>()
+        rows.iter().map(|r| (r.kind, r.step, r.loss, r.top1, r.valid_loss)).collect::<Vec<_>>()
     };
     assert_eq!(epoch_figures(&rows_resumed), epoch_figures(&rows));
 
