@@ -4,7 +4,7 @@
 //! from these values; nothing changes the config after resolution, and the run directory's
 //! `config.toml` is [`ResolvedRun::config`].
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use data::dataset::{LoadOptions, SignDataset};
@@ -202,6 +202,24 @@ pub fn dataset_root(cfg: &ExperimentConfig, progress: bool) -> Result<PathBuf> {
     }
     let key = serde_json::to_string(&cfg.synthetic).unwrap_or_default();
     let root = PathBuf::from(&cfg.data.synthetic_dir).join(format!("synth-{:016x}", fnv1a(FNV_OFFSET, key.as_bytes())));
+    if root.join("train.csv").is_file() {
+        return Ok(root);
+    }
+    // One generator per dataset at a time: a second process waits for the first (an advisory
+    // lock on `synth-KEY.lock`, released by the OS if the holder dies), then finds it done.
+    let lock_path = root.with_extension("lock");
+    std::fs::create_dir_all(&cfg.data.synthetic_dir)
+        .map_err(|e| TrainError::io(Path::new(&cfg.data.synthetic_dir), e))?;
+    let lock = std::fs::File::options()
+        .create(true)
+        .write(true)
+        .truncate(false)
+        .open(&lock_path)
+        .map_err(|e| TrainError::io(&lock_path, e))?;
+    if lock.try_lock().is_err() {
+        println!("waiting for another process generating {}", root.display());
+        lock.lock().map_err(|e| TrainError::io(&lock_path, e))?;
+    }
     if !root.join("train.csv").is_file() {
         println!(
             "generating a synthetic sign dataset ({} classes x {} signers x {} repetitions) in {}",
