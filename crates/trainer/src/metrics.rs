@@ -108,6 +108,7 @@ impl Row {
 pub struct MetricsWriter {
     path: PathBuf,
     file: File,
+    events_path: PathBuf,
     events: File,
 }
 
@@ -141,7 +142,7 @@ impl MetricsWriter {
             .append(true)
             .open(&events_path)
             .map_err(|e| TrainError::io(&events_path, e))?;
-        Ok(Self { path, file, events })
+        Ok(Self { path, file, events_path, events })
     }
 
     /// Append one row (flushed).
@@ -152,9 +153,9 @@ impl MetricsWriter {
 
     /// Append an event (`{"step":..,"kind":..,...}`) to `events.jsonl`.
     pub fn event<T: Serialize>(&mut self, event: &T) -> Result<()> {
-        let mut line = serde_json::to_string(event).map_err(|e| TrainError::io(&self.path, e))?;
+        let mut line = serde_json::to_string(event).map_err(|e| TrainError::io(&self.events_path, e))?;
         line.push('\n');
-        self.events.write_all(line.as_bytes()).map_err(|e| TrainError::io(&self.path, e))
+        self.events.write_all(line.as_bytes()).map_err(|e| TrainError::io(&self.events_path, e))
     }
 }
 
