@@ -270,11 +270,12 @@ pub type Restored = (SignModel<TrainBackend>, Optim, TrainState);
 /// Restore the newest intact step checkpoint of `run_dir`: one that is corrupt, truncated or
 /// unreadable is passed over for the next older one (and returned in the list with its reason).
 /// A checkpoint of another model is an error, not passed over. `Ok((None, skipped))` when the run
-/// has no checkpoint; an error when it has some and none can be read.
+/// has no checkpoint; an error when it has some and none can be read. `model` and `optim` (fresh
+/// ones) are cloned for each attempt and left to the caller.
 pub fn restore_newest(
     run_dir: &Path,
-    model: SignModel<TrainBackend>,
-    optim: Optim,
+    model: &SignModel<TrainBackend>,
+    optim: &Optim,
     signature: &ModelSignature,
     device: &device::DispatchDevice,
 ) -> Result<(Option<(usize, Restored)>, Vec<Skipped>)> {

@@ -845,8 +845,7 @@ fn restore_or_new(
     if !opts.resume && opened.latest.is_none() {
         return Ok((model, optim, TrainState::new(signature), None, Vec::new()));
     }
-    let (restored, skipped) =
-        checkpoint::restore_newest(&opened.run_dir, model.clone(), optim.clone(), &signature, device)?;
+    let (restored, skipped) = checkpoint::restore_newest(&opened.run_dir, &model, &optim, &signature, device)?;
     for s in &skipped {
         eprintln!("warning: passing over checkpoint {}: {}", s.dir.display(), s.reason);
     }

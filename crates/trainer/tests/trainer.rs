@@ -273,6 +273,13 @@ fn resume_continues_exactly() {
     assert!(err.contains("cannot resume") && err.contains("model.dim = 16 in the run, 32 now"), "{err}");
 }
 
+/// The uninterrupted smoke run under `tmp/ref` and its exported weights, to compare with.
+fn reference_run(tmp: &Path, sets: &[&str]) -> (trainer::RunOutcome, Vec<f32>) {
+    let reference = run(smoke(tmp, sets), RunOptions { run_dir: Some(tmp.join("ref")), ..Default::default() }).unwrap();
+    let weights = exported_weights(&reference.run_dir);
+    (reference, weights)
+}
+
 fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
     let start = Instant::now();
     while !cond() {
@@ -291,10 +298,7 @@ fn staging_step_dir(run: &Path) -> bool {
 fn killed_process_resumes_from_last_complete_checkpoint() {
     let tmp = tempfile::tempdir().unwrap();
     let sets = ["checkpoint.every_steps=2"];
-    let reference =
-        run(smoke(tmp.path(), &sets), RunOptions { run_dir: Some(tmp.path().join("ref")), ..Default::default() })
-            .unwrap();
-    let expected = exported_weights(&reference.run_dir);
+    let (_, expected) = reference_run(tmp.path(), &sets);
 
     let config = write(tmp.path(), "exp.toml", &smoke(tmp.path(), &sets).to_toml());
     let run_dir = tmp.path().join("killed");
@@ -400,10 +404,7 @@ fn staged_leftovers(dir: &Path) -> Vec<String> {
 fn a_full_disk_corrupt_checkpoints_and_a_second_trainer_lose_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let sets = ["checkpoint.every_steps=2"];
-    let reference =
-        run(smoke(tmp.path(), &sets), RunOptions { run_dir: Some(tmp.path().join("ref")), ..Default::default() })
-            .unwrap();
-    let expected = exported_weights(&reference.run_dir);
+    let (reference, expected) = reference_run(tmp.path(), &sets);
     let ref_rows = trainer::metrics::read_rows(&reference.run_dir.join("metrics.csv")).unwrap();
 
     // The run lives on a 4 MiB tmpfs when one can be mounted; otherwise writes over a file-size
@@ -575,17 +576,10 @@ fn two_processes_preparing_the_same_dataset_at_once_are_safe() {
     let fp =
         |name: &str| summary_json(&tmp.path().join(name))["final_weights_fingerprint"].as_str().unwrap().to_string();
     assert_eq!(fp("a"), fp("b"));
-    let mut temp = Vec::new();
-    let mut stack = vec![tmp.path().join("synth"), tmp.path().join("cache")];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            if e.path().is_dir() {
-                stack.push(e.path());
-            } else if e.file_name().to_string_lossy().starts_with(".tmp") {
-                temp.push(e.path());
-            }
-        }
-    }
+    let temp: Vec<PathBuf> = files_under(&[tmp.path().join("synth"), tmp.path().join("cache")])
+        .into_iter()
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(".tmp")))
+        .collect();
     assert!(temp.is_empty(), "{temp:?}");
     // One generated the dataset while the other waited, so both keyed the same cache.
     let caches = std::fs::read_dir(tmp.path().join("cache")).unwrap().count();
@@ -1652,19 +1646,27 @@ struct Target<'a> {
     read: Box<dyn Fn() -> Result<(), String> + 'a>,
 }
 
-fn find_file(dir: &Path, suffix: &str) -> PathBuf {
-    let mut stack = vec![dir.to_path_buf()];
+/// Every file under `dirs`, recursively (missing directories hold none).
+fn files_under(dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let (mut stack, mut files) = (dirs.to_vec(), Vec::new());
     while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.to_string_lossy().ends_with(suffix) {
-                return p;
+            } else {
+                files.push(p);
             }
         }
     }
-    panic!("no {suffix} under {}", dir.display())
+    files
+}
+
+fn find_file(dir: &Path, suffix: &str) -> PathBuf {
+    files_under(&[dir.to_path_buf()])
+        .into_iter()
+        .find(|p| p.to_string_lossy().ends_with(suffix))
+        .unwrap_or_else(|| panic!("no {suffix} under {}", dir.display()))
 }
 
 /// Seeded mutation fuzzing of every file SignFlow reads: each damaged input must be an error,
