@@ -16,7 +16,6 @@ use std::path::PathBuf;
 use bundle::ModelCard;
 use burn::module::Module;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use data::index::Format;
 use infer::{Predictor, PredictorOptions};
 
 fn bench(c: &mut Criterion) {
@@ -53,8 +52,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("sequential", |b| {
         b.iter(|| {
             for chunk in files.chunks(32) {
-                let samples: Vec<_> =
-                    chunk.iter().map(|f| data::dataset::read_sample(Format::Islr, f).unwrap()).collect();
+                let samples: Vec<_> = chunk.iter().map(|f| predictor.read_file(f).unwrap()).collect();
                 black_box(predictor.predict_batch(&samples).unwrap());
             }
         })

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{write_atomic, DataError, Result};
 use crate::index::{DatasetIndex, Format};
-use crate::preprocess::Preprocessor;
+use crate::preprocess::{PreprocessConfig, Preprocessor};
 use crate::sequence::{FeatureSequence, LandmarkSequence, Sample};
 
 /// What to do with a file that cannot be read or fails validation.
@@ -78,11 +78,14 @@ impl Default for LoadOptions {
     }
 }
 
-/// Read one sequence file of the index's format.
-pub fn read_sample(format: Format, path: &Path) -> Result<Sample> {
+/// Read one sequence file of the index's format; `.pose` files are mapped with the
+/// preprocessing's `pose_components`.
+pub fn read_sample(format: Format, path: &Path, pre: &PreprocessConfig) -> Result<Sample> {
     match format {
         Format::Islr => crate::islr::read_parquet(path).map(Sample::Landmarks),
         Format::Npy => crate::npy::read_npy(path),
+        Format::Npz => crate::npy::read_npz(path),
+        Format::Pose => crate::pose::read_pose_sequence(path, &pre.pose_components).map(Sample::Landmarks),
     }
 }
 
@@ -140,7 +143,7 @@ impl SignDataset {
                         break;
                     }
                     let path = &index.entries[i].path;
-                    let r = read_sample(index.format, path).and_then(|s| pre.normalize(&s, path));
+                    let r = read_sample(index.format, path, &pre.config).and_then(|s| pre.normalize(&s, path));
                     if r.is_err() && opts.on_error == OnError::Fail {
                         stop.store(true, Ordering::Relaxed);
                     }
@@ -233,8 +236,11 @@ fn cache_key(index: &DatasetIndex, pre: &Preprocessor) -> u64 {
     h.write(CACHE_MAGIC);
     let c = &pre.config;
     h.write(
-        format!("{:?}|{:?}|{}|{}|{}", c.landmarks, c.coords, c.normalize, c.reference_point, c.drop_empty_frames)
-            .as_bytes(),
+        format!(
+            "{:?}|{:?}|{}|{}|{}|{:?}",
+            c.landmarks, c.coords, c.normalize, c.reference_point, c.drop_empty_frames, c.pose_components
+        )
+        .as_bytes(),
     );
     for e in &index.entries {
         h.write(e.path.to_string_lossy().as_bytes());

@@ -3,8 +3,12 @@
 //! Two layouts are recognised:
 //! - ISLR: `train.csv` (`path, participant_id, sequence_id, sign`) + `sign_to_prediction_index_map.json`
 //!   + one parquet per sequence;
-//! - npy: `labels.csv` (`file, label[, group]`) + one `.npy` per sequence; the label map is
-//!   `sign_to_prediction_index_map.json` if present, else the sorted distinct labels.
+//! - files: `labels.csv` (`file, label[, group]`) + one `.npy`, `.npz` or `.pose` file per
+//!   sequence (one kind per dataset); the label map is `sign_to_prediction_index_map.json` if
+//!   present, else the sorted distinct labels.
+//!
+//! The ASL Fingerspelling layout (`train.csv` with a `phrase` column) is read by
+//! [`crate::fingerspell`].
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -17,7 +21,7 @@ use crate::error::{DataError, Result};
 pub const ISLR_CSV: &str = "train.csv";
 /// The ISLR layout's label map.
 pub const LABEL_MAP: &str = "sign_to_prediction_index_map.json";
-/// The npy layout's sequence list.
+/// The files layout's sequence list.
 pub const NPY_CSV: &str = "labels.csv";
 
 /// A sequence file format.
@@ -28,17 +32,26 @@ pub enum Format {
     Islr,
     /// One `.npy` array per sequence.
     Npy,
+    /// One `.npz` archive per sequence (its only array, or `landmarks`).
+    Npz,
+    /// One pose-format `.pose` file per sequence.
+    Pose,
 }
 
 impl Format {
-    /// The format of one sequence file by its extension: `.parquet` (ISLR) or `.npy`.
+    /// The format of one sequence file by its extension: `.parquet` (ISLR), `.npy`, `.npz` or `.pose`.
     pub fn from_extension(path: &Path) -> Option<Format> {
         match path.extension().and_then(|e| e.to_str()) {
             Some("parquet") => Some(Format::Islr),
             Some("npy") => Some(Format::Npy),
+            Some("npz") => Some(Format::Npz),
+            Some("pose") => Some(Format::Pose),
             _ => None,
         }
     }
+
+    /// The extensions [`Format::from_extension`] knows, for messages.
+    pub const EXTENSIONS: &'static str = ".parquet, .npy, .npz or .pose";
 }
 
 /// One sequence of a dataset.
@@ -93,7 +106,9 @@ pub fn open(root: &Path) -> Result<DatasetIndex> {
     } else {
         Err(DataError::invalid(
             root,
-            format!("not a dataset: expected `{ISLR_CSV}` (ISLR parquet layout) or `{NPY_CSV}` (npy layout) in it"),
+            format!(
+                "not a dataset: expected `{ISLR_CSV}` (ISLR parquet layout) or `{NPY_CSV}` (npy/npz/pose files) in it"
+            ),
         ))
     }
 }
@@ -137,9 +152,15 @@ fn records<'a>(
 
 fn read_islr(root: &Path) -> Result<DatasetIndex> {
     let csv_path = root.join(ISLR_CSV);
+    let (mut rdr, headers) = csv_reader(&csv_path)?;
+    if headers.iter().any(|h| h == "phrase") && !headers.iter().any(|h| h == "sign") {
+        return Err(DataError::invalid(
+            &csv_path,
+            "is an ASL Fingerspelling index (a `phrase` column, no `sign`): phrases are sequences of letters, not one class per file; read it with data::fingerspell (continuous recognition), not as a sign-classification dataset",
+        ));
+    }
     let labels = read_label_map(&root.join(LABEL_MAP))?;
     let lookup: HashMap<&str, usize> = labels.iter().enumerate().map(|(i, l)| (l.as_str(), i)).collect();
-    let (mut rdr, headers) = csv_reader(&csv_path)?;
     let (pc, gc, sc) = (
         column(&csv_path, &headers, "path")?,
         column(&csv_path, &headers, "participant_id")?,
@@ -179,6 +200,23 @@ fn read_npy_dir(root: &Path) -> Result<DatasetIndex> {
         let group = gc.and_then(|g| rec.get(g)).map(|g| g.trim().to_string()).unwrap_or_else(|| file.clone());
         rows.push((line, file, label, group));
     }
+    let format = match rows.first() {
+        None => Format::Npy,
+        Some((line, file, ..)) => {
+            Format::from_extension(Path::new(file)).filter(|f| *f != Format::Islr).ok_or_else(|| DataError::Csv {
+                path: csv_path.clone(),
+                line: *line,
+                message: format!("`{file}`: expected a .npy, .npz or .pose file"),
+            })?
+        }
+    };
+    if let Some((line, file, ..)) = rows.iter().find(|r| Format::from_extension(Path::new(&r.1)) != Some(format)) {
+        return Err(DataError::Csv {
+            path: csv_path.clone(),
+            line: *line,
+            message: format!("`{file}`: every file of a dataset must be of one kind, like the first ({format:?})"),
+        });
+    }
     let map_path = root.join(LABEL_MAP);
     let labels = if map_path.is_file() {
         read_label_map(&map_path)?
@@ -198,7 +236,7 @@ fn read_npy_dir(root: &Path) -> Result<DatasetIndex> {
         })?;
         entries.push(Entry { path: root.join(file), label: idx, group });
     }
-    Ok(DatasetIndex { root: root.to_path_buf(), format: Format::Npy, labels, entries })
+    Ok(DatasetIndex { root: root.to_path_buf(), format, labels, entries })
 }
 
 impl DatasetIndex {

@@ -12,6 +12,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{write_atomic, DataError, Result};
 use crate::layout::{LandmarkType, NUM_LANDMARKS};
@@ -54,11 +55,57 @@ const COLUMNS: [(&str, Kind); 6] = [
     ("z", Kind::Float),
 ];
 
-fn parquet_err(path: &Path, e: impl std::fmt::Display) -> DataError {
+pub(crate) fn parquet_err(path: &Path, e: impl std::fmt::Display) -> DataError {
     DataError::Parquet { path: path.to_path_buf(), message: e.to_string() }
 }
 
-fn cast(path: &Path, col: &ArrayRef, to: &DataType) -> Result<ArrayRef> {
+/// The compression codecs parquet files are written with (all of them are read).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Codec {
+    /// Snappy (pyarrow's default).
+    #[default]
+    Snappy,
+    /// Zstandard (polars' default).
+    Zstd,
+    /// Gzip.
+    Gzip,
+    /// LZ4 (raw, the current parquet codec).
+    Lz4,
+    /// Brotli.
+    Brotli,
+    /// No compression.
+    None,
+}
+
+impl Codec {
+    /// Every codec.
+    pub const ALL: [Codec; 6] = [Self::Snappy, Self::Zstd, Self::Gzip, Self::Lz4, Self::Brotli, Self::None];
+
+    fn compression(self) -> Compression {
+        use parquet::basic::{BrotliLevel, GzipLevel, ZstdLevel};
+        match self {
+            Self::Snappy => Compression::SNAPPY,
+            Self::Zstd => Compression::ZSTD(ZstdLevel::default()),
+            Self::Gzip => Compression::GZIP(GzipLevel::default()),
+            Self::Lz4 => Compression::LZ4_RAW,
+            Self::Brotli => Compression::BROTLI(BrotliLevel::default()),
+            Self::None => Compression::UNCOMPRESSED,
+        }
+    }
+}
+
+/// Encode `batch` as a parquet file image compressed with `codec`.
+pub(crate) fn encode_batch(path: &Path, batch: &RecordBatch, codec: Codec) -> Result<Vec<u8>> {
+    let props = WriterProperties::builder().set_compression(codec.compression()).build();
+    let mut buf = Vec::new();
+    let mut writer = ArrowWriter::try_new(&mut buf, batch.schema(), Some(props)).map_err(|e| parquet_err(path, e))?;
+    writer.write(batch).map_err(|e| parquet_err(path, e))?;
+    writer.close().map_err(|e| parquet_err(path, e))?;
+    Ok(buf)
+}
+
+pub(crate) fn cast(path: &Path, col: &ArrayRef, to: &DataType) -> Result<ArrayRef> {
     arrow_cast::cast(col, to).map_err(|e| parquet_err(path, e))
 }
 
@@ -147,6 +194,11 @@ pub fn read_parquet(path: &Path) -> Result<LandmarkSequence> {
 
 /// Write a `[frames, 543, 3]` sequence as an ISLR parquet file (snappy), atomically.
 pub fn write_parquet(path: &Path, seq: &LandmarkSequence) -> Result<()> {
+    write_parquet_with(path, seq, Codec::Snappy)
+}
+
+/// Write a `[frames, 543, 3]` sequence as an ISLR parquet file compressed with `codec`, atomically.
+pub fn write_parquet_with(path: &Path, seq: &LandmarkSequence, codec: Codec) -> Result<()> {
     if seq.points != NUM_LANDMARKS {
         return Err(DataError::ShapeMismatch {
             path: path.to_path_buf(),
@@ -195,11 +247,6 @@ pub fn write_parquet(path: &Path, seq: &LandmarkSequence) -> Result<()> {
         Arc::new(arrow_array::Float64Array::from(y)),
         Arc::new(arrow_array::Float64Array::from(z)),
     ];
-    let batch = RecordBatch::try_new(schema.clone(), columns).map_err(|e| parquet_err(path, e))?;
-    let props = WriterProperties::builder().set_compression(Compression::SNAPPY).build();
-    let mut buf = Vec::new();
-    let mut writer = ArrowWriter::try_new(&mut buf, schema, Some(props)).map_err(|e| parquet_err(path, e))?;
-    writer.write(&batch).map_err(|e| parquet_err(path, e))?;
-    writer.close().map_err(|e| parquet_err(path, e))?;
-    write_atomic(path, &buf)
+    let batch = RecordBatch::try_new(schema, columns).map_err(|e| parquet_err(path, e))?;
+    write_atomic(path, &encode_batch(path, &batch, codec)?)
 }

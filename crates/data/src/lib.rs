@@ -2,8 +2,10 @@
 //!
 //! Landmark sequences from the formats people have, transformed identically at training and
 //! inference time:
-//! - formats: the public ISLR parquet layout ([`islr`], [`index`]) and a generic `.npy` layout
-//!   ([`npy`]), with validation that names the file and the problem;
+//! - formats: the public ISLR parquet layout ([`islr`], [`index`]; snappy, zstd, gzip, lz4, brotli),
+//!   a `labels.csv` layout of `.npy`/`.npz` arrays ([`npy`]) or `.pose` files ([`pose`]), and the
+//!   ASL Fingerspelling wide parquet layout ([`fingerspell`]), with validation that names the file
+//!   and the problem;
 //! - [`preprocess`]: landmark subsets, normalization, NaN handling, time differences, windows
 //!   with a padding mask (one [`preprocess::PreprocessConfig`] shared by trainer and infer);
 //! - [`augment`]: flip with left/right swap, affine, speed, temporal mask, cutout; seeded;
@@ -27,12 +29,14 @@ pub mod augment;
 pub mod dataset;
 /// Errors that name the file, line or key.
 pub mod error;
+pub mod fingerspell;
 pub mod index;
 pub mod islr;
 pub mod layout;
 pub mod loader;
 pub mod mutate;
 pub mod npy;
+pub mod pose;
 pub mod preprocess;
 pub mod sequence;
 pub mod synth;

@@ -1,90 +1,158 @@
-//! A generic sequence format: `.npy` arrays of `[frames, features]` or `[frames, landmarks, 2|3]`
-//! (little-endian f32 or f64, C order). Feature and landmark counts come from the files.
+//! NumPy arrays as sequences: `.npy` files and `.npz` archives of `[frames, features]` or
+//! `[frames, landmarks, 2|3]` arrays, read and written through the `npyz` crate.
+//!
+//! Accepted: float16, float32 and float64 in either byte order, C or Fortran order. Feature and
+//! landmark counts come from the files. An `.npz` archive gives its only array, or the one named
+//! `landmarks` when it holds several.
 
+use std::io::{Cursor, Read};
 use std::path::Path;
+
+use npyz::{DType, NpyFile, NpyHeader, Order, TypeChar, WriterBuilder};
 
 use crate::error::{write_atomic, DataError, Result};
 use crate::sequence::{FeatureSequence, LandmarkSequence, Sample};
 
-const MAGIC: &[u8] = b"\x93NUMPY";
+/// The array an `.npz` archive with several arrays is read from.
+pub const NPZ_ARRAY: &str = "landmarks";
 
-fn header_value<'a>(header: &'a str, key: &str) -> Option<&'a str> {
-    let start = header.find(&format!("'{key}'"))? + key.len() + 2;
-    let rest = header[start..].trim_start().strip_prefix(':')?.trim_start();
-    if rest.starts_with('(') {
-        rest.find(')').map(|e| &rest[..=e])
-    } else {
-        let end = rest.find([',', '}']).unwrap_or(rest.len());
-        Some(rest[..end].trim())
-    }
+/// A decoded array: its shape and its values as f32 in C order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Array {
+    /// Dimensions, slowest first.
+    pub shape: Vec<usize>,
+    /// Values in C (row-major) order.
+    pub data: Vec<f32>,
 }
 
 /// Read a `.npy` file as a [`Sample`]: 2-D arrays are feature sequences, 3-D arrays with a last
 /// axis of 2 or 3 are landmark sequences (a missing z becomes NaN).
 pub fn read_npy(path: &Path) -> Result<Sample> {
     let bytes = std::fs::read(path).map_err(|e| DataError::io(path, e))?;
-    let bad = |m: String| DataError::invalid(path, m);
-    if bytes.len() < 10 || &bytes[..6] != MAGIC {
-        return Err(bad("not a .npy file (missing the \\x93NUMPY magic)".into()));
-    }
-    let (header_len, start) = match bytes[6] {
-        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
-        2 | 3 if bytes.len() >= 12 => (u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize, 12),
-        v => return Err(bad(format!("unsupported .npy version {v}"))),
+    let array = decode(&bytes).map_err(|m| DataError::invalid(path, m))?;
+    to_sample(path, array)
+}
+
+/// Read the sequence of an `.npz` archive: its only array, or [`NPZ_ARRAY`] when it has several.
+pub fn read_npz(path: &Path) -> Result<Sample> {
+    let arrays = read_npz_arrays(path)?;
+    let names = || arrays.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ");
+    let pick = match arrays.len() {
+        0 => return Err(DataError::invalid(path, "the .npz archive holds no .npy array")),
+        1 => 0,
+        _ => arrays.iter().position(|(n, _)| n == NPZ_ARRAY).ok_or_else(|| {
+            DataError::invalid(
+                path,
+                format!("the .npz archive holds several arrays ({}) and none is named `{NPZ_ARRAY}`", names()),
+            )
+        })?,
     };
-    let header = bytes.get(start..start + header_len).ok_or_else(|| bad("truncated .npy header".into()))?;
-    let header = std::str::from_utf8(header).map_err(|_| bad("the .npy header is not text".into()))?;
-    let descr = header_value(header, "descr").ok_or_else(|| bad("the .npy header has no 'descr'".into()))?;
-    let descr = descr.trim_matches(|c| c == '\'' || c == '"');
-    if header_value(header, "fortran_order") == Some("True") {
-        return Err(bad("Fortran-ordered arrays are not supported; save with np.ascontiguousarray".into()));
+    let (name, array) = arrays.into_iter().nth(pick).expect("index from the list");
+    to_sample(path, array).map_err(|e| match e {
+        DataError::Invalid { path, message } => {
+            DataError::Invalid { path, message: format!("array `{name}`: {message}") }
+        }
+        other => other,
+    })
+}
+
+/// Every array of an `.npz` archive, by name (the member name without `.npy`), in archive order.
+pub fn read_npz_arrays(path: &Path) -> Result<Vec<(String, Array)>> {
+    let file = std::fs::File::open(path).map_err(|e| DataError::io(path, e))?;
+    let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file))
+        .map_err(|e| DataError::invalid(path, format!("not a readable .npz (zip) archive: {e}")))?;
+    let mut out = Vec::new();
+    for i in 0..zip.len() {
+        let mut member =
+            zip.by_index(i).map_err(|e| DataError::invalid(path, format!("member {i} of the archive: {e}")))?;
+        let name = member.name().to_string();
+        let Some(stem) = name.strip_suffix(".npy") else { continue };
+        // Refuse members that claim more than the archive could hold before allocating for them.
+        let claimed = member.size();
+        let limit = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0).saturating_mul(1032).max(1 << 20);
+        if claimed > limit {
+            return Err(DataError::invalid(path, format!("member `{name}` claims {claimed} bytes; corrupt archive")));
+        }
+        let mut bytes = Vec::with_capacity(claimed as usize);
+        member
+            .read_to_end(&mut bytes)
+            .map_err(|e| DataError::invalid(path, format!("member `{name}`: {e} (truncated or corrupt archive)")))?;
+        let array = decode(&bytes).map_err(|m| DataError::invalid(path, format!("array `{stem}`: {m}")))?;
+        out.push((stem.to_string(), array));
     }
-    let shape = header_value(header, "shape").ok_or_else(|| bad("the .npy header has no 'shape'".into()))?;
-    let shape: Vec<usize> = shape
-        .trim_matches(|c| c == '(' || c == ')')
-        .split(',')
-        .filter(|s| !s.trim().is_empty())
-        .map(|s| s.trim().parse::<usize>().map_err(|_| bad(format!("bad shape {shape}"))))
-        .collect::<Result<_>>()?;
-    let body = &bytes[start + header_len..];
-    // Checked: a corrupt header must not make us allocate (or wrap around to) a bogus size.
-    let count = shape
+    Ok(out)
+}
+
+/// Decode one `.npy` image. Errors are messages; the caller adds the file name.
+pub fn decode(bytes: &[u8]) -> std::result::Result<Array, String> {
+    if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
+        return Err("not a .npy file (missing the \\x93NUMPY magic)".into());
+    }
+    let mut cursor = Cursor::new(bytes);
+    let header = NpyHeader::from_reader(&mut cursor).map_err(|e| format!("unreadable .npy header: {e}"))?;
+    let body = bytes.len() - cursor.position() as usize;
+    let shape: Vec<usize> = header
+        .shape()
         .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| bad(format!("shape {shape:?} is too large")))?;
-    let values: Vec<f32> = match descr {
-        "<f4" | "|f4" => {
-            let need = count.checked_mul(4).ok_or_else(|| bad(format!("shape {shape:?} is too large")))?;
-            if body.len() < need {
-                return Err(bad(format!(
-                    "data truncated: shape {shape:?} needs {need} bytes, file has {}",
-                    body.len()
-                )));
-            }
-            body[..need].chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
-        }
-        "<f8" => {
-            let need = count.checked_mul(8).ok_or_else(|| bad(format!("shape {shape:?} is too large")))?;
-            if body.len() < need {
-                return Err(bad(format!(
-                    "data truncated: shape {shape:?} needs {need} bytes, file has {}",
-                    body.len()
-                )));
-            }
-            body[..need].chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")) as f32).collect()
-        }
-        other => {
-            return Err(bad(format!(
-                "dtype {other} not supported; expected little-endian float32 (<f4) or float64 (<f8)"
-            )))
-        }
+        .map(|&d| usize::try_from(d).map_err(|_| format!("shape {:?} is too large", header.shape())))
+        .collect::<std::result::Result<_, _>>()?;
+    let count = shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
+    let (kind, size, descr) = match header.dtype() {
+        DType::Plain(t) => (t.type_char(), t.size_field() as usize, t.to_string()),
+        other => return Err(format!("dtype {} not supported; expected float16, float32 or float64", other.descr())),
     };
+    if kind != TypeChar::Float || !matches!(size, 2 | 4 | 8) {
+        return Err(format!("dtype {descr} not supported; expected float16, float32 or float64 (<f2, <f4, <f8 or >…)"));
+    }
+    // Checked before reading: a corrupt header must not make us allocate a bogus size.
+    let need = count.and_then(|c| c.checked_mul(size)).ok_or_else(|| format!("shape {shape:?} is too large"))?;
+    if body < need {
+        return Err(format!("data truncated: shape {shape:?} of {descr} needs {need} bytes, file has {body}"));
+    }
+    let order = header.order();
+    let file = NpyFile::with_header(header, cursor);
+    let read_err = |e: std::io::Error| format!("unreadable data: {e}");
+    let data: Vec<f32> = match size {
+        2 => file.into_vec::<half::f16>().map_err(read_err)?.into_iter().map(f32::from).collect(),
+        4 => file.into_vec::<f32>().map_err(read_err)?,
+        _ => file.into_vec::<f64>().map_err(read_err)?.into_iter().map(|v| v as f32).collect(),
+    };
+    let data = if order == Order::Fortran && shape.len() > 1 { fortran_to_c(&shape, &data) } else { data };
+    Ok(Array { shape, data })
+}
+
+/// Reorder column-major (first index fastest) values into row-major order.
+fn fortran_to_c(shape: &[usize], data: &[f32]) -> Vec<f32> {
+    let mut out = vec![0.0; data.len()];
+    let mut index = vec![0usize; shape.len()];
+    for value in &mut out {
+        // `index` walks C order; its Fortran offset is sum(index[k] * prod(shape[..k])).
+        let mut offset = 0;
+        let mut stride = 1;
+        for (i, d) in index.iter().zip(shape) {
+            offset += i * stride;
+            stride *= d;
+        }
+        *value = data[offset];
+        for k in (0..shape.len()).rev() {
+            index[k] += 1;
+            if index[k] < shape[k] {
+                break;
+            }
+            index[k] = 0;
+        }
+    }
+    out
+}
+
+fn to_sample(path: &Path, array: Array) -> Result<Sample> {
+    let Array { shape, data } = array;
     match shape.as_slice() {
         [0, ..] => Err(DataError::EmptySequence { path: path.to_path_buf(), detail: String::new() }),
-        [_, f] => Ok(Sample::Features(FeatureSequence { features: *f, data: values })),
+        [_, f] => Ok(Sample::Features(FeatureSequence { features: *f, data })),
         [frames, points, c @ (2 | 3)] => {
             let mut seq = LandmarkSequence::empty(*frames, *points);
-            for (i, chunk) in values.chunks_exact(*c).enumerate() {
+            for (i, chunk) in data.chunks_exact(*c).enumerate() {
                 seq.xyz[i * 3] = chunk[0];
                 seq.xyz[i * 3 + 1] = chunk[1];
                 if *c == 3 {
@@ -93,13 +161,24 @@ pub fn read_npy(path: &Path) -> Result<Sample> {
             }
             Ok(Sample::Landmarks(seq))
         }
-        other => {
-            Err(bad(format!("shape {other:?} not supported; expected [frames, features] or [frames, landmarks, 2|3]")))
-        }
+        other => Err(DataError::invalid(
+            path,
+            format!("shape {other:?} not supported; expected [frames, features] or [frames, landmarks, 2|3]"),
+        )),
     }
 }
 
-/// Write `data` with `shape` as a version-1 little-endian f32 `.npy` file, atomically.
+/// Encode `data` with `shape` as a little-endian f32 C-order `.npy` image.
+pub fn encode(shape: &[usize], data: &[f32]) -> std::io::Result<Vec<u8>> {
+    let shape: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
+    let mut out = Vec::with_capacity(128 + data.len() * 4);
+    let mut writer = npyz::WriteOptions::new().default_dtype().shape(&shape).writer(&mut out).begin_nd()?;
+    writer.extend(data.iter().copied())?;
+    writer.finish()?;
+    Ok(out)
+}
+
+/// Write `data` with `shape` as a little-endian f32 `.npy` file, atomically.
 pub fn write_npy(path: &Path, shape: &[usize], data: &[f32]) -> Result<()> {
     let expected: usize = shape.iter().product();
     if expected != data.len() {
@@ -110,21 +189,8 @@ pub fn write_npy(path: &Path, shape: &[usize], data: &[f32]) -> Result<()> {
             found: data.len(),
         });
     }
-    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-    let shape_txt = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
-    let mut header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape_txt}, }}");
-    let unpadded = MAGIC.len() + 4 + header.len() + 1;
-    header.push_str(&" ".repeat((64 - unpadded % 64) % 64));
-    header.push('\n');
-    let mut out = Vec::with_capacity(10 + header.len() + data.len() * 4);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&[1, 0]);
-    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    out.extend_from_slice(header.as_bytes());
-    for v in data {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    write_atomic(path, &out)
+    let bytes = encode(shape, data).map_err(|e| DataError::io(path, e))?;
+    write_atomic(path, &bytes)
 }
 
 #[cfg(test)]
@@ -133,17 +199,27 @@ mod tests {
 
     #[test]
     fn absurd_shapes_are_errors_not_allocations() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("a.npy");
-        write_npy(&p, &[2, 3], &[0.0; 6]).unwrap();
-        let mut bytes = std::fs::read(&p).unwrap();
-        let at = bytes.windows(6).position(|w| w == b"(2, 3)").unwrap();
-        bytes.splice(at..at + 6, b"(99999999999, 99999999999)".iter().copied());
-        // Keep the header length field consistent with the longer header.
-        let new_len = (u16::from_le_bytes([bytes[8], bytes[9]]) as usize + 20) as u16;
-        bytes[8..10].copy_from_slice(&new_len.to_le_bytes());
-        std::fs::write(&p, &bytes).unwrap();
-        let err = read_npy(&p).unwrap_err().to_string();
+        let header = "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, 99999999999), }";
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        bytes.extend_from_slice(&((header.len() + 1) as u16).to_le_bytes());
+        bytes.extend_from_slice(header.as_bytes());
+        bytes.push(b'\n');
+        bytes.extend_from_slice(&[0; 24]);
+        let err = decode(&bytes).unwrap_err();
         assert!(err.contains("too large") || err.contains("data truncated"), "{err}");
+        // A valid image decodes; the same image cut short does not.
+        let ok = encode(&[2, 3], &[1.0; 6]).unwrap();
+        assert_eq!(decode(&ok).unwrap(), Array { shape: vec![2, 3], data: vec![1.0; 6] });
+        assert!(decode(&ok[..ok.len() - 1]).unwrap_err().contains("data truncated"));
+    }
+
+    #[test]
+    fn fortran_order_is_transposed_to_c_order() {
+        // A 2x3 matrix [[0,1,2],[3,4,5]] stored column-major is 0,3,1,4,2,5.
+        assert_eq!(fortran_to_c(&[2, 3], &[0., 3., 1., 4., 2., 5.]), vec![0., 1., 2., 3., 4., 5.]);
+        // 2x2x2: Fortran offset of (i,j,k) = i + 2j + 4k.
+        let f: Vec<f32> = (0..8).map(|v| v as f32).collect();
+        let c = fortran_to_c(&[2, 2, 2], &f);
+        assert_eq!(c, vec![0., 4., 2., 6., 1., 5., 3., 7.]);
     }
 }

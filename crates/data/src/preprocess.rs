@@ -60,6 +60,10 @@ pub struct PreprocessConfig {
     pub long_sequences: LongSequences,
     /// Drop frames in which every kept point is missing.
     pub drop_empty_frames: bool,
+    /// `.pose` files only: the components to read, concatenated in this order (e.g.
+    /// `["pose_keypoints_2d", "hand_left_keypoints_2d"]` for OpenPose); empty = MediaPipe Holistic
+    /// mapped onto the 543-point layout.
+    pub pose_components: Vec<String>,
 }
 
 impl Default for PreprocessConfig {
@@ -73,6 +77,7 @@ impl Default for PreprocessConfig {
             window: 64,
             long_sequences: LongSequences::Resize,
             drop_empty_frames: true,
+            pose_components: Vec::new(),
         }
     }
 }

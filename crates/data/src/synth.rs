@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{write_atomic, DataError, Result};
 use crate::index::{ISLR_CSV, LABEL_MAP};
-use crate::islr::write_parquet;
+use crate::islr::{write_parquet_with, Codec};
 use crate::layout::{
     mirror_map, LandmarkType, LEFT_EYE, LIPS_CENTRE, LIPS_LEFT, LIPS_RIGHT, NOSE, NUM_LANDMARKS, RIGHT_EYE,
 };
@@ -49,6 +49,8 @@ pub struct SynthConfig {
     pub idle_fraction: f32,
     /// Largest departure of a signer's timing from linear (0 = constant speed).
     pub time_warp: f32,
+    /// Parquet codec of the written files.
+    pub compression: Codec,
 }
 
 impl Default for SynthConfig {
@@ -65,6 +67,7 @@ impl Default for SynthConfig {
             lost_hand_prob: 0.25,
             idle_fraction: 0.2,
             time_warp: 0.2,
+            compression: Codec::Snappy,
         }
     }
 }
@@ -474,7 +477,7 @@ pub fn generate(root: &Path, cfg: &SynthConfig, progress: bool) -> Result<Genera
                     break;
                 }
                 let seq = generate_sequence(cfg, c, s, r);
-                if let Err(e) = write_parquet(&root.join(rel_path(s, c, r)), &seq) {
+                if let Err(e) = write_parquet_with(&root.join(rel_path(s, c, r)), &seq, cfg.compression) {
                     failure.lock().expect("not poisoned").get_or_insert(e);
                     break;
                 }

@@ -241,7 +241,7 @@ fn npy_layout_reads_features_and_landmarks_and_rejects_bad_files() {
     let bytes = std::fs::read(&f).unwrap();
     std::fs::write(&f, &bytes[..bytes.len() - 8]).unwrap();
     let err = data::npy::read_npy(&f).unwrap_err().to_string();
-    assert!(err.contains("data truncated: shape [4, 5] needs 80 bytes, file has 72"), "{err}");
+    assert!(err.contains("data truncated: shape [4, 5] of <f4 needs 80 bytes, file has 72"), "{err}");
     let mut bytes = std::fs::read(d.join("0.npy")).unwrap();
     let pos = bytes.windows(3).position(|w| w == b"<f4").unwrap();
     bytes[pos..pos + 3].copy_from_slice(b"<i4");
@@ -525,4 +525,210 @@ fn burn_dataloader_batches_a_split_with_item_batcher() {
     assert_eq!(a, rows(&augmented, 3, 3), "same seeds, same rows");
     assert_ne!(a, rows(&plain, 3, 3), "augmentation changes the inputs");
     assert_ne!(a, rows(&augmented, 3, 4), "another shuffle gives other batches and other draws");
+}
+
+// ---- interop: the formats other tools write ----
+
+/// The fixture value of flat point `p` in frame `f` (see make_interop_fixtures.py).
+fn fixture_value(f: usize, p: usize) -> [f32; 3] {
+    if (468..489).contains(&p) && f == 1 {
+        return [f32::NAN; 3];
+    }
+    [(0.1 + 0.01 * f as f64 + 0.0001 * p as f64) as f32, (0.5 - 0.0002 * p as f64) as f32, (-0.01 * f as f64) as f32]
+}
+
+/// Max |difference| between `seq` and the fixture values (NaN must match NaN).
+fn fixture_error(seq: &LandmarkSequence) -> f32 {
+    assert_eq!((seq.frames(), seq.points), (3, NUM_LANDMARKS));
+    let mut worst = 0f32;
+    for f in 0..3 {
+        for p in 0..NUM_LANDMARKS {
+            let (a, b) = (seq.at(f, p), fixture_value(f, p));
+            for k in 0..3 {
+                assert_eq!(a[k].is_nan(), b[k].is_nan(), "frame {f} point {p} axis {k}: {a:?} vs {b:?}");
+                if !a[k].is_nan() {
+                    worst = worst.max((a[k] - b[k]).abs());
+                }
+            }
+        }
+    }
+    worst
+}
+
+#[test]
+fn parquet_of_every_codec_from_pyarrow_and_polars_reads_the_same_values() {
+    for name in ["zstd", "gzip", "lz4", "brotli", "polars"] {
+        let seq = read_parquet(&fixture(&format!("islr_{name}.parquet"))).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(seq.frame_ids, vec![20, 21, 22], "{name}");
+        assert!(fixture_error(&seq) < 1e-6, "{name}");
+    }
+    // And our writer produces each codec, read back bit for bit.
+    let dir = tempfile::tempdir().unwrap();
+    let seq = read_parquet(&fixture("islr_zstd.parquet")).unwrap();
+    for codec in data::islr::Codec::ALL {
+        let p = dir.path().join(format!("{codec:?}.parquet"));
+        data::islr::write_parquet_with(&p, &seq, codec).unwrap();
+        let back = read_parquet(&p).unwrap();
+        assert_eq!(back.frame_ids, seq.frame_ids);
+        assert!(back.xyz.iter().zip(&seq.xyz).all(|(a, b)| a.to_bits() == b.to_bits()), "{codec:?}");
+    }
+}
+
+#[test]
+fn npy_of_every_dtype_and_order_and_npz_archives_read_the_same_values() {
+    let landmarks = |s: Sample| match s {
+        Sample::Landmarks(l) => l,
+        other => panic!("expected landmarks, got {} wide", other.width()),
+    };
+    // float16 keeps ~3 significant digits.
+    assert!(fixture_error(&landmarks(data::npy::read_npy(&fixture("f16.npy")).unwrap())) < 5e-4);
+    assert!(fixture_error(&landmarks(data::npy::read_npy(&fixture("f64_big_endian.npy")).unwrap())) < 1e-7);
+    assert!(fixture_error(&landmarks(data::npy::read_npy(&fixture("fortran.npy")).unwrap())) < 1e-7);
+    assert!(fixture_error(&landmarks(data::npy::read_npz(&fixture("archive.npz")).unwrap())) < 1e-7);
+    let arrays = data::npy::read_npz_arrays(&fixture("archive.npz")).unwrap();
+    let names: Vec<&str> = arrays.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["landmarks", "fps"]);
+    assert_eq!(arrays[1].1.data, vec![30.0]);
+
+    // An archive with several arrays and none named `landmarks` names what it holds.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("two.npz");
+    {
+        let mut z = zip::ZipWriter::new(std::fs::File::create(&p).unwrap());
+        for name in ["a.npy", "b.npy"] {
+            z.start_file(name, zip::write::SimpleFileOptions::default()).unwrap();
+            std::io::Write::write_all(&mut z, &data::npy::encode(&[2, 3], &[0.0; 6]).unwrap()).unwrap();
+        }
+        z.finish().unwrap();
+    }
+    let err = data::npy::read_npz(&p).unwrap_err().to_string();
+    assert!(err.contains("two.npz") && err.contains("a, b") && err.contains("landmarks"), "{err}");
+    // A labels.csv dataset of .npz files is read as such.
+    std::fs::copy(fixture("archive.npz"), dir.path().join("x.npz")).unwrap();
+    std::fs::copy(fixture("archive.npz"), dir.path().join("y.npz")).unwrap();
+    std::fs::write(dir.path().join("labels.csv"), "file,label\nx.npz,hello\ny.npz,bye\n").unwrap();
+    let idx = index::open(dir.path()).unwrap();
+    assert_eq!(idx.format, index::Format::Npz);
+    std::fs::write(dir.path().join("labels.csv"), "file,label\nx.npz,hello\nf.npy,bye\n").unwrap();
+    let err = index::open(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("labels.csv:3") && err.contains("one kind"), "{err}");
+}
+
+#[test]
+fn pose_files_from_pose_format_map_onto_the_holistic_layout() {
+    for name in ["holistic_v02.pose", "holistic_v01.pose"] {
+        let pose = data::pose::read_pose(&fixture(name)).unwrap();
+        assert_eq!((pose.frames, pose.people, pose.dims), (3, 1, 3), "{name}");
+        assert_eq!(pose.fps, 25.0);
+        assert_eq!(pose.components.len(), 5);
+        // x, y in pixels of 640x480 are divided back; POSE_WORLD_LANDMARKS are ignored; the left
+        // hand has confidence 0 in frame 1 and reads as missing.
+        let seq = data::pose::to_sequence(Path::new(name), &pose, &[]).unwrap();
+        assert!(fixture_error(&seq) < 1e-6, "{name}");
+    }
+    // Another component set, selected by name and concatenated in that order.
+    let path = fixture("openpose.pose");
+    let err = data::pose::read_pose_sequence(&path, &[]).unwrap_err().to_string();
+    assert!(
+        err.contains("openpose.pose") && err.contains("pose_keypoints_2d (25), hand_left_keypoints_2d (21)"),
+        "{err}"
+    );
+    let comps = vec!["hand_left_keypoints_2d".to_string(), "pose_keypoints_2d".to_string()];
+    let seq = data::pose::read_pose_sequence(&path, &comps).unwrap();
+    assert_eq!((seq.frames(), seq.points), (2, 46));
+    // Point 0 of the hand is file point 25: x = 25 + f over width 100, y = 50 over height 200; no z.
+    let v = seq.at(1, 0);
+    assert_eq!((v[0], v[1]), (0.26, 0.25));
+    assert!(v[2].is_nan());
+    assert!(seq.at(1, 5)[0].is_nan(), "file point 30 has confidence 0 in frame 1");
+    let err = data::pose::read_pose_sequence(&path, &["face".to_string()]).unwrap_err().to_string();
+    assert!(err.contains("no component `face`"), "{err}");
+    // Our writer's files read back to the same landmarks.
+    let dir = tempfile::tempdir().unwrap();
+    let seq = data::pose::read_pose_sequence(&fixture("holistic_v02.pose"), &[]).unwrap();
+    let p = dir.path().join("back.pose");
+    data::pose::write_pose(&p, &data::pose::from_sequence(&seq, 30.0, 640, 480)).unwrap();
+    assert!(fixture_error(&data::pose::read_pose_sequence(&p, &[]).unwrap()) < 1e-6);
+    // A labels.csv dataset of .pose files, preprocessed through the ordinary path.
+    std::fs::copy(fixture("holistic_v02.pose"), dir.path().join("a.pose")).unwrap();
+    std::fs::copy(fixture("holistic_v01.pose"), dir.path().join("b.pose")).unwrap();
+    std::fs::write(dir.path().join("labels.csv"), "file,label\na.pose,hello\nb.pose,bye\n").unwrap();
+    let idx = index::open(dir.path()).unwrap();
+    assert_eq!(idx.format, index::Format::Pose);
+    let pre = Preprocessor::new(PreprocessConfig { window: 8, ..Default::default() }).unwrap();
+    let opts = LoadOptions { on_error: OnError::Fail, ..Default::default() };
+    let ds = SignDataset::load(&idx, &pre, &opts).unwrap();
+    assert_eq!(ds.items.len(), 2);
+}
+
+#[test]
+fn fingerspelling_files_read_as_sequences_by_id() {
+    let all = data::fingerspell::read_file(&fixture("fingerspell.parquet")).unwrap();
+    let ids: Vec<i64> = all.iter().map(|(id, _)| *id).collect();
+    assert_eq!(ids, vec![3, 7]);
+    assert!(fixture_error(&all[1].1) < 1e-6);
+    // Sequence 3 was stored with frames 5, 4: read sorted, values offset by 0.5.
+    let s3 = data::fingerspell::read_sequence(&fixture("fingerspell.parquet"), 3).unwrap();
+    assert_eq!(s3.frame_ids, vec![4, 5]);
+    assert!((s3.at(0, 0)[0] - (fixture_value(1, 0)[0] + 0.5)).abs() < 1e-6);
+    let err = data::fingerspell::read_sequence(&fixture("fingerspell.parquet"), 99).unwrap_err().to_string();
+    assert!(err.contains("no sequence_id 99") && err.contains("2 sequences"), "{err}");
+    // Write and read back; the index names its rows' files.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("1.parquet");
+    data::fingerspell::write_file(&p, &[(7, &all[1].1), (3, &all[0].1)], data::islr::Codec::Zstd).unwrap();
+    let back = data::fingerspell::read_file(&p).unwrap();
+    let bits = |v: &[(i64, LandmarkSequence)]| -> Vec<(i64, Vec<i32>, Vec<u32>)> {
+        v.iter().map(|(id, s)| (*id, s.frame_ids.clone(), s.xyz.iter().map(|x| x.to_bits()).collect())).collect()
+    };
+    assert!(bits(&back) == bits(&all), "the written file reads back differently");
+    std::fs::write(
+        dir.path().join("train.csv"),
+        "path,file_id,sequence_id,participant_id,phrase\n1.parquet,1,7,11,3 creekhouse\n1.parquet,1,3,12,hello\n",
+    )
+    .unwrap();
+    let entries = data::fingerspell::open(dir.path()).unwrap();
+    assert_eq!(entries.len(), 2);
+    assert_eq!((entries[0].sequence_id, entries[0].phrase.as_str()), (7, "3 creekhouse"));
+    // The sign-classification index explains what this layout is instead of a missing column.
+    let err = index::open(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("Fingerspelling") && err.contains("phrase"), "{err}");
+    // A file of another layout names the missing column.
+    let err = data::fingerspell::read_file(&fixture("islr_zstd.parquet")).unwrap_err().to_string();
+    assert!(err.contains("islr_zstd.parquet") && err.contains("sequence_id"), "{err}");
+}
+
+#[test]
+fn truncated_and_mutated_files_of_the_new_formats_are_errors_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    type Reader = fn(&Path) -> Result<(), String>;
+    let cases: [(&str, Reader); 5] = [
+        ("holistic_v02.pose", |p| data::pose::read_pose_sequence(p, &[]).map(|_| ()).map_err(|e| e.to_string())),
+        ("archive.npz", |p| data::npy::read_npz(p).map(|_| ()).map_err(|e| e.to_string())),
+        ("f16.npy", |p| data::npy::read_npy(p).map(|_| ()).map_err(|e| e.to_string())),
+        ("islr_brotli.parquet", |p| read_parquet(p).map(|_| ()).map_err(|e| e.to_string())),
+        ("fingerspell.parquet", |p| data::fingerspell::read_file(p).map(|_| ()).map_err(|e| e.to_string())),
+    ];
+    for (name, read) in cases {
+        let valid = std::fs::read(fixture(name)).unwrap();
+        let p = dir.path().join(format!("damaged-{name}"));
+        // Every truncation point of the first bytes, then a spread over the rest.
+        let cuts: Vec<usize> =
+            (0..64.min(valid.len())).chain((64..valid.len()).step_by(valid.len() / 50 + 1)).collect();
+        for cut in cuts {
+            std::fs::write(&p, &valid[..cut]).unwrap();
+            let err = read(&p).expect_err(&format!("{name} cut at {cut} read as valid"));
+            assert!(err.contains("damaged-"), "{name} cut at {cut}: {err}");
+        }
+        let mut m = data::mutate::Mutator::new(19);
+        let mut errors = 0;
+        for _ in 0..150 {
+            std::fs::write(&p, m.mutate(&valid)).unwrap();
+            if let Err(e) = read(&p) {
+                errors += 1;
+                assert!(e.contains("damaged-"), "{name}: {e}");
+            }
+        }
+        assert!(errors > 0, "{name}: no mutation was caught");
+    }
 }

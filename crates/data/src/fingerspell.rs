@@ -1,0 +1,252 @@
+//! The ASL Fingerspelling layout: `train.csv` (`path, file_id, sequence_id, participant_id,
+//! phrase`) and wide parquet files holding several sequences each, one row per frame:
+//! `sequence_id, frame, x_face_0 … x_right_hand_20, y_…, z_…` (1,629 coordinate columns on the
+//! 543-point Holistic layout). Sequences are read as `[frames, 543, 3]` landmark sequences, the
+//! same as the ISLR data, with their phrase as the target.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, Float32Array, Int64Array, RecordBatch};
+use arrow_schema::{DataType, Field, Schema};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{write_atomic, DataError, Result};
+use crate::islr::{cast, encode_batch, parquet_err, Codec};
+use crate::layout::{LandmarkType, NUM_LANDMARKS};
+use crate::sequence::LandmarkSequence;
+
+/// The layout's sequence list.
+pub const TRAIN_CSV: &str = "train.csv";
+/// The layout's character map (`{"a": 0, …}`), when present.
+pub const CHARACTER_MAP: &str = "character_to_prediction_index.json";
+
+/// The coordinate column of `axis` (`x`, `y`, `z`) of flattened landmark `point`.
+pub fn column_name(axis: char, point: usize) -> String {
+    let (ty, i) = LandmarkType::of_flat(point).expect("point < 543");
+    format!("{axis}_{}_{i}", ty.name())
+}
+
+/// One sequence of the layout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhraseEntry {
+    /// The parquet file holding it.
+    pub path: PathBuf,
+    /// Its `sequence_id` in that file.
+    pub sequence_id: i64,
+    /// The signer.
+    pub participant: String,
+    /// The fingerspelled text.
+    pub phrase: String,
+}
+
+/// Read `root/train.csv` of the fingerspelling layout.
+pub fn open(root: &Path) -> Result<Vec<PhraseEntry>> {
+    let csv_path = root.join(TRAIN_CSV);
+    let mut rdr = csv::ReaderBuilder::new().from_path(&csv_path).map_err(|e| DataError::Csv {
+        path: csv_path.clone(),
+        line: 1,
+        message: e.to_string(),
+    })?;
+    let headers: Vec<String> = rdr
+        .headers()
+        .map_err(|e| DataError::Csv { path: csv_path.clone(), line: 1, message: e.to_string() })?
+        .iter()
+        .map(|h| h.trim().to_string())
+        .collect();
+    let col = |name: &str| {
+        headers.iter().position(|h| h == name).ok_or_else(|| DataError::MissingColumn {
+            path: csv_path.clone(),
+            column: name.into(),
+            found: headers.join(", "),
+        })
+    };
+    let (pc, sc, gc, tc) = (col("path")?, col("sequence_id")?, col("participant_id")?, col("phrase")?);
+    let mut out = Vec::new();
+    for rec in rdr.records() {
+        let rec = rec.map_err(|e| DataError::Csv {
+            path: csv_path.clone(),
+            line: e.position().map(|p| p.line() as usize).unwrap_or(0),
+            message: e.to_string(),
+        })?;
+        let line = rec.position().map(|p| p.line() as usize).unwrap_or(0);
+        let field = |i: usize| rec.get(i).unwrap_or_default().trim();
+        let sequence_id = field(sc).parse::<i64>().map_err(|_| DataError::Csv {
+            path: csv_path.clone(),
+            line,
+            message: format!("sequence_id `{}` is not an integer", field(sc)),
+        })?;
+        out.push(PhraseEntry {
+            path: root.join(field(pc)),
+            sequence_id,
+            participant: field(gc).to_string(),
+            phrase: field(tc).to_string(),
+        });
+    }
+    Ok(out)
+}
+
+/// Read every sequence of one wide parquet file, by `sequence_id` (ascending), each with its frames
+/// sorted by frame number. Missing coordinates (null or NaN) are NaN.
+pub fn read_file(path: &Path) -> Result<Vec<(i64, LandmarkSequence)>> {
+    let file = File::open(path).map_err(|e| DataError::io(path, e))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| parquet_err(path, e))?;
+    let schema = builder.schema().clone();
+    let position = |name: &str| schema.index_of(name).ok();
+    let missing = |name: String| {
+        let found: Vec<&str> = schema.fields().iter().take(8).map(|f| f.name().as_str()).collect();
+        DataError::MissingColumn {
+            path: path.to_path_buf(),
+            column: name,
+            found: format!("{} … ({} columns)", found.join(", "), schema.fields().len()),
+        }
+    };
+    let seq_col = position("sequence_id").ok_or_else(|| missing("sequence_id".into()))?;
+    let frame_col = position("frame").ok_or_else(|| missing("frame".into()))?;
+    for (name, i) in [("sequence_id", seq_col), ("frame", frame_col)] {
+        let t = schema.field(i).data_type();
+        if !t.is_integer() {
+            return Err(DataError::WrongType {
+                path: path.to_path_buf(),
+                column: name.into(),
+                expected: "an integer type".into(),
+                found: t.to_string(),
+            });
+        }
+    }
+    // Column index of every (axis, point).
+    let mut coords = Vec::with_capacity(NUM_LANDMARKS * 3);
+    for axis in ['x', 'y', 'z'] {
+        for p in 0..NUM_LANDMARKS {
+            let name = column_name(axis, p);
+            let i = position(&name).ok_or_else(|| missing(name.clone()))?;
+            if !schema.field(i).data_type().is_floating() {
+                return Err(DataError::WrongType {
+                    path: path.to_path_buf(),
+                    column: name,
+                    expected: "a floating-point type".into(),
+                    found: schema.field(i).data_type().to_string(),
+                });
+            }
+            coords.push(i);
+        }
+    }
+    let reader = builder.with_batch_size(4096).build().map_err(|e| parquet_err(path, e))?;
+    // sequence_id -> frame -> xyz of its 543 points
+    let mut sequences: BTreeMap<i64, BTreeMap<i64, Vec<f32>>> = BTreeMap::new();
+    let mut row_base = 0usize;
+    for batch in reader {
+        let batch = batch.map_err(|e| parquet_err(path, e))?;
+        let ids = cast(path, batch.column(seq_col), &DataType::Int64)?;
+        let ids = ids.as_any().downcast_ref::<Int64Array>().expect("cast to Int64");
+        let frames = cast(path, batch.column(frame_col), &DataType::Int64)?;
+        let frames = frames.as_any().downcast_ref::<Int64Array>().expect("cast to Int64");
+        let values: Vec<ArrayRef> =
+            coords.iter().map(|&i| cast(path, batch.column(i), &DataType::Float32)).collect::<Result<_>>()?;
+        let values: Vec<&Float32Array> =
+            values.iter().map(|a| a.as_any().downcast_ref::<Float32Array>().expect("cast to Float32")).collect();
+        for r in 0..batch.num_rows() {
+            if ids.is_null(r) || frames.is_null(r) {
+                return Err(DataError::invalid(path, format!("row {}: null sequence_id or frame", row_base + r + 1)));
+            }
+            let mut xyz = vec![f32::NAN; NUM_LANDMARKS * 3];
+            for (k, col) in values.iter().enumerate() {
+                // k = axis * 543 + point; stored as point * 3 + axis.
+                let (axis, p) = (k / NUM_LANDMARKS, k % NUM_LANDMARKS);
+                if !col.is_null(r) {
+                    xyz[p * 3 + axis] = col.value(r);
+                }
+            }
+            let frame = frames.value(r);
+            if sequences.entry(ids.value(r)).or_default().insert(frame, xyz).is_some() {
+                return Err(DataError::invalid(
+                    path,
+                    format!("row {}: frame {frame} of sequence {} appears twice", row_base + r + 1, ids.value(r)),
+                ));
+            }
+        }
+        row_base += batch.num_rows();
+    }
+    if sequences.is_empty() {
+        return Err(DataError::EmptySequence { path: path.to_path_buf(), detail: ": the file has no rows".into() });
+    }
+    let mut out = Vec::with_capacity(sequences.len());
+    for (id, frames) in sequences {
+        let mut seq = LandmarkSequence::empty(0, NUM_LANDMARKS);
+        for (frame, xyz) in frames {
+            seq.frame_ids.push(i32::try_from(frame).map_err(|_| {
+                DataError::invalid(path, format!("sequence {id}: frame number {frame} is out of range"))
+            })?);
+            seq.xyz.extend_from_slice(&xyz);
+        }
+        out.push((id, seq));
+    }
+    Ok(out)
+}
+
+/// Read one sequence of a wide parquet file.
+pub fn read_sequence(path: &Path, sequence_id: i64) -> Result<LandmarkSequence> {
+    let all = read_file(path)?;
+    let n = all.len();
+    all.into_iter()
+        .find(|(id, _)| *id == sequence_id)
+        .map(|(_, s)| s)
+        .ok_or_else(|| DataError::invalid(path, format!("has no sequence_id {sequence_id} (it holds {n} sequences)")))
+}
+
+/// Write sequences (`[frames, 543, 3]` each) as one wide parquet file, atomically: float32
+/// coordinates, `sequence_id` int64 and `frame` int16 as in the competition files.
+pub fn write_file(path: &Path, sequences: &[(i64, &LandmarkSequence)], codec: Codec) -> Result<()> {
+    let mut ids = Vec::new();
+    let mut frames = Vec::new();
+    let mut coords: Vec<Vec<f32>> = vec![Vec::new(); NUM_LANDMARKS * 3];
+    for (id, seq) in sequences {
+        if seq.points != NUM_LANDMARKS {
+            return Err(DataError::ShapeMismatch {
+                path: path.to_path_buf(),
+                expected_what: "landmarks per frame".into(),
+                expected: NUM_LANDMARKS,
+                found: seq.points,
+            });
+        }
+        for (f, &frame) in seq.frame_ids.iter().enumerate() {
+            ids.push(*id);
+            frames.push(i16::try_from(frame).map_err(|_| {
+                DataError::invalid(path, format!("frame number {frame} does not fit the int16 column"))
+            })?);
+            for p in 0..NUM_LANDMARKS {
+                let v = seq.at(f, p);
+                for axis in 0..3 {
+                    coords[axis * NUM_LANDMARKS + p].push(v[axis]);
+                }
+            }
+        }
+    }
+    let mut fields =
+        vec![Field::new("sequence_id", DataType::Int64, false), Field::new("frame", DataType::Int16, false)];
+    let mut columns: Vec<ArrayRef> =
+        vec![Arc::new(Int64Array::from(ids)), Arc::new(arrow_array::Int16Array::from(frames))];
+    for (k, values) in coords.into_iter().enumerate() {
+        let axis = ['x', 'y', 'z'][k / NUM_LANDMARKS];
+        fields.push(Field::new(column_name(axis, k % NUM_LANDMARKS), DataType::Float32, true));
+        columns.push(Arc::new(Float32Array::from(values)));
+    }
+    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(|e| parquet_err(path, e))?;
+    write_atomic(path, &encode_batch(path, &batch, codec)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn column_names_follow_the_competition_files() {
+        assert_eq!(column_name('x', 0), "x_face_0");
+        assert_eq!(column_name('z', 542), "z_right_hand_20");
+        assert_eq!(column_name('y', 489), "y_pose_0");
+        assert_eq!(column_name('x', 468), "x_left_hand_0");
+    }
+}
