@@ -25,6 +25,7 @@ pub mod atomic;
 pub mod card;
 pub mod layout;
 pub mod manifest;
+pub mod torch;
 pub mod weights;
 
 use std::path::{Path, PathBuf};

@@ -32,7 +32,7 @@ pub fn decoding() -> bool {
 }
 
 /// Run `f`, catching a panic (Burn's decoders panic on some damaged records).
-fn guarded<T>(f: impl FnOnce() -> T) -> std::thread::Result<T> {
+pub(crate) fn guarded<T>(f: impl FnOnce() -> T) -> std::thread::Result<T> {
     DECODING.with(|d| d.set(true));
     let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     DECODING.with(|d| d.set(false));

@@ -1,0 +1,201 @@
+//! Weights other tools read and write, through burn-store: safetensors with PyTorch parameter
+//! names out, and a PyTorch `state_dict` (`torch.save`) in.
+//!
+//! Names follow the module tree (`stem.weight`, `conv_blocks.0.expand.weight`,
+//! `transformer_blocks.1.norm1.bn.running_var`, …), which for the conv-transformer is exactly the
+//! PyTorch module in `benches/reference/reference_model.py`: Linear weights are stored `[out, in]`
+//! and BatchNorm's gamma/beta as `weight`/`bias`, as PyTorch has them. `num_batches_tracked` is
+//! neither written nor needed.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use burn::module::Module;
+use burn_store::{BurnToPyTorchAdapter, ModuleSnapshot, PytorchStore, SafetensorsStore};
+use models::kernels::Kernels;
+use models::SignModel;
+
+use crate::weights::guarded;
+use crate::{BundleError, ModelCard, Result};
+
+/// Safetensors metadata key holding the model card as JSON.
+pub const CARD_METADATA: &str = "signflow_model_card";
+
+/// Encode `model`'s weights as safetensors with PyTorch names and layouts; the card goes into the
+/// metadata under [`CARD_METADATA`].
+pub fn to_safetensors<B: Kernels>(model: &SignModel<B>, card: &ModelCard) -> Result<Vec<u8>> {
+    let card_json = serde_json::to_string(card).expect("a card serializes");
+    let mut store = SafetensorsStore::from_bytes(None)
+        .skip_enum_variants(true)
+        .with_to_adapter(BurnToPyTorchAdapter)
+        .metadata(CARD_METADATA, card_json)
+        .metadata("format", "pt");
+    let invalid = |e: String| BundleError::Invalid { path: "model".into(), message: e };
+    model.save_into(&mut store).map_err(|e| invalid(format!("cannot encode the weights as safetensors: {e}")))?;
+    store.get_bytes().map_err(|e| invalid(format!("cannot encode the weights as safetensors: {e}")))
+}
+
+/// Write `model`'s weights to `path` as safetensors (see [`to_safetensors`]), atomically.
+pub fn export_safetensors<B: Kernels>(model: &SignModel<B>, card: &ModelCard, path: &Path) -> Result<()> {
+    let bytes = to_safetensors(model, card)?;
+    crate::atomic::write_atomic(path, &bytes)
+}
+
+/// Load a PyTorch `state_dict` file (`torch.save(model.state_dict(), path)`; a checkpoint dict
+/// with the weights under `state_dict` or `model_state_dict` works too) into `model`, whose
+/// architecture and sizes must match. Every parameter of `model` must be found with the same
+/// shape; extra entries (`num_batches_tracked`) are ignored.
+pub fn import_pytorch<B: Kernels>(model: SignModel<B>, path: &Path) -> Result<SignModel<B>> {
+    let invalid = |message: String| BundleError::Invalid { path: path.into(), message };
+    if !path.is_file() {
+        return Err(BundleError::io(path, "no such file"));
+    }
+    let mut model = model;
+    let mut last_err = String::new();
+    for key in [None, Some("state_dict"), Some("model_state_dict")] {
+        let mut store = PytorchStore::from_file(path).skip_enum_variants(true);
+        if let Some(k) = key {
+            store = store.with_top_level_key(k);
+        }
+        // The reader can panic on some malformed pickles: an error instead.
+        let mut attempt = model.clone();
+        match guarded(move || attempt.load_from(&mut store).map(|r| (attempt, r))) {
+            Ok(Ok((loaded, result))) if !result.applied.is_empty() => {
+                if !result.errors.is_empty() {
+                    return Err(invalid(format!("tensors that do not fit the architecture: {:?}", result.errors)));
+                }
+                model = loaded;
+                return Ok(model);
+            }
+            Ok(Ok(_)) => last_err = "no tensor of the model found in it".into(),
+            Ok(Err(e)) => last_err = e.to_string(),
+            Err(_) => last_err = "the PyTorch reader failed on this file (truncated or not a torch.save file)".into(),
+        }
+        // A missing tensor under the root says the root is right but the file is of another model.
+        if last_err.contains("Missing") || last_err.contains("missing") {
+            break;
+        }
+    }
+    Err(invalid(format!("cannot import the PyTorch weights: {last_err}")))
+}
+
+/// Parameter names and shapes of `model` as [`to_safetensors`] writes them (for messages and
+/// tests).
+pub fn parameter_shapes<B: Kernels>(model: &SignModel<B>) -> HashMap<String, Vec<usize>> {
+    let adapter = BurnToPyTorchAdapter;
+    model.collect(None, Some(Box::new(adapter)), true).into_iter().map(|s| (s.full_path(), s.shape.to_vec())).collect()
+}
+
+/// A bundle's model with weights imported from a PyTorch `state_dict`: the card (architecture,
+/// preprocessing, labels) comes from `card`, the weights from `state_dict`. Written into `dir`.
+pub fn import_bundle<B: Kernels>(card: &ModelCard, state_dict: &Path, dir: &Path, device: &B::Device) -> Result<()> {
+    let model = card.model.init::<B>(card.input_features, card.labels.len(), device);
+    let model = import_pytorch(model, state_dict)?;
+    let mut card = card.clone();
+    card.trainable_params = model.num_params();
+    card.epoch = 0;
+    card.step = 0;
+    card.valid_top1 = None;
+    card.valid_loss = None;
+    let staged = crate::atomic::StagedDir::new(dir)?;
+    crate::write_bundle(&staged.tmp, &model, &card, "# imported from a PyTorch state_dict\n")?;
+    staged.commit().map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::tensor::{Bool, Tensor, TensorData};
+    use burn_store::{PyTorchToBurnAdapter, SafetensorsStore};
+    use models::conv_transformer::ConvTransformerConfig;
+    use models::ModelConfig;
+
+    type B = device::Backend;
+
+    fn fixture(name: &str) -> std::path::PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    }
+
+    /// The sizes of `TINY` in benches/reference/torch_interop.py.
+    fn tiny(dim: usize) -> ModelConfig {
+        ModelConfig::ConvTransformer(ConvTransformerConfig {
+            dim,
+            stages: 1,
+            conv_blocks_per_stage: 1,
+            kernel: 5,
+            expand: 2,
+            heads: 2,
+            eca_kernel: 3,
+            drop_path: 0.0,
+            attention_dropout: 0.0,
+            ..Default::default()
+        })
+    }
+
+    /// Logits of `model` on the fixture's inputs, and the fixture's PyTorch logits.
+    fn logits(model: &SignModel<B>, dev: &device::DispatchDevice) -> (Vec<f32>, Vec<f32>) {
+        let arrays = data::npy::read_npz_arrays(&fixture("tiny_reference_logits.npz")).unwrap();
+        let get = |n: &str| arrays.iter().find(|(k, _)| k == n).map(|(_, a)| a.clone()).unwrap();
+        let (x, valid, expected) = (get("x"), get("valid"), get("logits"));
+        let (b, t, f) = (x.shape[0], x.shape[1], x.shape[2]);
+        let x = Tensor::<B, 3>::from_data(TensorData::new(x.data, [b, t, f]), dev);
+        let mask: Vec<bool> = (0..b * t).map(|i| (i % t) as f32 >= valid.data[i / t]).collect();
+        let mask = Tensor::<B, 2, Bool>::from_data(TensorData::new(mask, [b, t]), dev);
+        let out = model.forward(x, mask).into_data().to_vec::<f32>().unwrap();
+        (out, expected.data)
+    }
+
+    #[test]
+    fn a_pytorch_state_dict_imports_and_reproduces_its_logits() {
+        let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
+        let model = tiny(16).init::<B>(10, 5, &dev);
+        let model = import_pytorch(model, &fixture("tiny_reference.pt")).unwrap();
+        let (ours, torch) = logits(&model, &dev);
+        assert_eq!(ours.len(), 10);
+        let diff = ours.iter().zip(&torch).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        assert!(diff <= 1e-4, "max |logit difference| {diff} vs PyTorch");
+        // The untrained model is far from them: the weights did arrive.
+        let (fresh, _) = logits(&tiny(16).init::<B>(10, 5, &dev), &dev);
+        assert!(fresh.iter().zip(&torch).any(|(a, b)| (a - b).abs() > 1e-2));
+    }
+
+    #[test]
+    fn safetensors_export_has_pytorch_names_and_layouts_and_reads_back_exactly() {
+        let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
+        let model = import_pytorch(tiny(16).init::<B>(10, 5, &dev), &fixture("tiny_reference.pt")).unwrap();
+        let shapes = parameter_shapes(&model);
+        assert_eq!(shapes["stem.weight"], vec![16, 10], "Linear weights are [out, in] as in PyTorch");
+        assert_eq!(shapes["stem_norm.bn.weight"], vec![16]);
+        assert_eq!(shapes["stem_norm.bn.running_var"], vec![16]);
+        assert_eq!(shapes["conv_blocks.0.dwconv.conv.weight"], vec![32, 1, 5]);
+        assert_eq!(shapes["transformer_blocks.0.attention.qkv.weight"], vec![48, 16]);
+        assert_eq!(shapes["classifier.bias"], vec![5]);
+        let card = ModelCard::new(tiny(16), Default::default(), 10, (0..5).map(|i| i.to_string()).collect(), 0);
+        let bytes = to_safetensors(&model, &card).unwrap();
+        let mut back = tiny(16).init::<B>(10, 5, &dev);
+        let mut store =
+            SafetensorsStore::from_bytes(Some(bytes)).skip_enum_variants(true).with_from_adapter(PyTorchToBurnAdapter);
+        let result = back.load_from(&mut store).unwrap();
+        assert!(result.missing.is_empty() && result.errors.is_empty(), "{result}");
+        assert_eq!(crate::weights::fingerprint(&back), crate::weights::fingerprint(&model));
+    }
+
+    #[test]
+    fn bad_pytorch_files_are_errors_naming_the_file() {
+        let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let valid = std::fs::read(fixture("tiny_reference.pt")).unwrap();
+        let p = dir.path().join("broken.pt");
+        for cut in [0, 10, valid.len() / 2, valid.len() - 30] {
+            std::fs::write(&p, &valid[..cut]).unwrap();
+            let err = import_pytorch(tiny(16).init::<B>(10, 5, &dev), &p).unwrap_err().to_string();
+            assert!(err.contains("broken.pt"), "cut {cut}: {err}");
+        }
+        // Another width: the tensors do not fit.
+        let err =
+            import_pytorch(tiny(8).init::<B>(10, 5, &dev), &fixture("tiny_reference.pt")).unwrap_err().to_string();
+        assert!(err.contains("tiny_reference.pt"), "{err}");
+        let err = import_pytorch(tiny(16).init::<B>(10, 5, &dev), &dir.path().join("none.pt")).unwrap_err().to_string();
+        assert!(err.contains("none.pt"), "{err}");
+    }
+}
