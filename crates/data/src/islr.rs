@@ -95,6 +95,23 @@ impl Codec {
     }
 }
 
+/// The compression codec of every column chunk of a parquet file, as parquet names them
+/// (`SNAPPY`, `ZSTD(ZstdLevel(1))`, …), deduplicated.
+pub fn codecs(path: &Path) -> Result<Vec<String>> {
+    use parquet::file::reader::FileReader;
+    let file = File::open(path).map_err(|e| DataError::io(path, e))?;
+    let reader = parquet::file::reader::SerializedFileReader::new(file).map_err(|e| parquet_err(path, e))?;
+    let mut out: Vec<String> = reader
+        .metadata()
+        .row_groups()
+        .iter()
+        .flat_map(|g| g.columns().iter().map(|c| format!("{:?}", c.compression())))
+        .collect();
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
 /// Encode `batch` as a parquet file image compressed with `codec`.
 pub(crate) fn encode_batch(path: &Path, batch: &RecordBatch, codec: Codec) -> Result<Vec<u8>> {
     let props = WriterProperties::builder().set_compression(codec.compression()).build();

@@ -46,6 +46,7 @@ pub mod resolve;
 pub mod resume;
 pub mod schedule;
 pub mod step;
+pub mod tensorboard;
 pub mod train;
 pub mod tune;
 

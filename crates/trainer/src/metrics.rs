@@ -1,4 +1,5 @@
-//! `metrics.csv` (append-only, flushed per row) and `events.jsonl`.
+//! `metrics.csv` (append-only, flushed per row, written and read with the `csv` crate), the
+//! same scalars as TensorBoard event files ([`crate::tensorboard`]), and `events.jsonl`.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -80,13 +81,13 @@ impl Row {
         }
     }
 
-    fn line(&self) -> String {
-        format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{:.3},{},{},{}\n",
-            self.kind,
-            self.epoch,
-            self.step,
-            self.samples,
+    /// The CSV cells, in [`HEADER`] order.
+    fn cells(&self) -> [String; COLUMNS] {
+        [
+            self.kind.to_string(),
+            self.epoch.to_string(),
+            self.step.to_string(),
+            self.samples.to_string(),
             cell(self.loss),
             cell(self.top1),
             self.lr.map(|x| format!("{x:.6e}")).unwrap_or_default(),
@@ -95,12 +96,67 @@ impl Row {
             cell(self.valid_loss),
             cell(self.valid_top1),
             cell(self.valid_top5),
-            self.elapsed_s,
+            format!("{:.3}", self.elapsed_s),
             self.loss_scale.map(|x| format!("{x}")).unwrap_or_default(),
             self.mem_in_use_mib.map(|x| format!("{x:.1}")).unwrap_or_default(),
-            self.mem_reserved_mib.map(|x| format!("{x:.1}")).unwrap_or_default()
-        )
+            self.mem_reserved_mib.map(|x| format!("{x:.1}")).unwrap_or_default(),
+        ]
     }
+
+    /// The TensorBoard scalars of this row: `train/*` for step rows, `epoch/*` and `valid/*` for
+    /// epoch rows, `memory/*` for memory rows; `lr`, `grad_norm`, `loss_scale` where present.
+    pub fn scalars(&self) -> Vec<(&'static str, f64)> {
+        let fields: [(&'static str, Option<f64>); 8] = match self.kind {
+            "epoch" => [
+                ("epoch/train_loss", self.loss),
+                ("epoch/train_top1", self.top1),
+                ("valid/loss", self.valid_loss),
+                ("valid/top1", self.valid_top1),
+                ("valid/top5", self.valid_top5),
+                ("epoch/samples_per_s", self.samples_per_s),
+                ("memory/peak_in_use_mib", self.mem_in_use_mib),
+                ("memory/peak_reserved_mib", self.mem_reserved_mib),
+            ],
+            "memory" => [
+                ("memory/in_use_mib", self.mem_in_use_mib),
+                ("memory/reserved_mib", self.mem_reserved_mib),
+                ("", None),
+                ("", None),
+                ("", None),
+                ("", None),
+                ("", None),
+                ("", None),
+            ],
+            _ => [
+                ("train/loss", self.loss),
+                ("train/top1", self.top1),
+                ("lr", self.lr),
+                ("grad_norm", self.grad_norm),
+                ("train/samples_per_s", self.samples_per_s),
+                ("loss_scale", self.loss_scale),
+                ("", None),
+                ("", None),
+            ],
+        };
+        fields.into_iter().filter_map(|(t, v)| v.map(|v| (t, v))).collect()
+    }
+}
+
+/// A CSV line of `cells` (quoted where a cell needs it).
+fn csv_line(cells: &[String]) -> Vec<u8> {
+    let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
+    w.write_record(cells).expect("writing to memory");
+    w.into_inner().expect("flushing to memory")
+}
+
+/// The rows of a `metrics.csv` text: (line number, cells) of every well-formed data row.
+fn parse(text: &str) -> Vec<(usize, csv::StringRecord)> {
+    let mut r = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_bytes());
+    r.records()
+        .filter_map(|rec| rec.ok())
+        .filter(|rec| rec.len() == COLUMNS)
+        .map(|rec| (rec.position().map(|p| p.line() as usize).unwrap_or(0), rec))
+        .collect()
 }
 
 /// Appends rows to `metrics.csv` and events to `events.jsonl`.
@@ -110,6 +166,7 @@ pub struct MetricsWriter {
     file: File,
     events_path: PathBuf,
     events: File,
+    tensorboard: crate::tensorboard::EventWriter,
 }
 
 impl MetricsWriter {
@@ -121,17 +178,14 @@ impl MetricsWriter {
         match resume_step {
             Some(step) if path.is_file() => {
                 let text = std::fs::read_to_string(&path).map_err(|e| TrainError::io(&path, e))?;
-                let mut kept = String::from(HEADER);
-                kept.push('\n');
-                for line in text.lines().skip(1) {
-                    let cells: Vec<&str> = line.split(',').collect();
-                    let row_step = cells.get(2).and_then(|s| s.parse::<usize>().ok());
-                    if cells.len() == COLUMNS && row_step.is_some_and(|s| s <= step) {
-                        kept.push_str(line);
-                        kept.push('\n');
+                let mut kept = format!("{HEADER}\n").into_bytes();
+                for (_, rec) in parse(&text) {
+                    if rec.get(2).and_then(|s| s.parse::<usize>().ok()).is_some_and(|s| s <= step) {
+                        let cells: Vec<String> = rec.iter().map(String::from).collect();
+                        kept.extend(csv_line(&cells));
                     }
                 }
-                bundle::atomic::write_atomic(&path, kept.as_bytes())?;
+                bundle::atomic::write_atomic(&path, &kept)?;
             }
             _ => bundle::atomic::write_atomic(&path, format!("{HEADER}\n").as_bytes())?,
         }
@@ -142,13 +196,15 @@ impl MetricsWriter {
             .append(true)
             .open(&events_path)
             .map_err(|e| TrainError::io(&events_path, e))?;
-        Ok(Self { path, file, events_path, events })
+        let tensorboard = crate::tensorboard::EventWriter::create(run_dir, resume_step)?;
+        Ok(Self { path, file, events_path, events, tensorboard })
     }
 
-    /// Append one row (flushed).
+    /// Append one row (flushed) and its scalars to the TensorBoard event file.
     pub fn write(&mut self, row: &Row) -> Result<()> {
-        self.file.write_all(row.line().as_bytes()).map_err(|e| TrainError::io(&self.path, e))?;
-        self.file.flush().map_err(|e| TrainError::io(&self.path, e))
+        self.file.write_all(&csv_line(&row.cells())).map_err(|e| TrainError::io(&self.path, e))?;
+        self.file.flush().map_err(|e| TrainError::io(&self.path, e))?;
+        self.tensorboard.scalars(row.step, &row.scalars())
     }
 
     /// Append an event (`{"step":..,"kind":..,...}`) to `events.jsonl`.
@@ -165,11 +221,8 @@ pub fn read_rows(path: &Path) -> Result<Vec<Row>> {
     let text = std::fs::read_to_string(path).map_err(|e| TrainError::io(path, e))?;
     let num = |s: &str| s.parse::<f64>().ok();
     let mut rows = Vec::new();
-    for line in text.lines().skip(1) {
-        let c: Vec<&str> = line.split(',').collect();
-        if c.len() != COLUMNS {
-            continue;
-        }
+    for (_, rec) in parse(&text) {
+        let c: Vec<&str> = rec.iter().collect();
         rows.push(Row {
             kind: match c[0] {
                 "epoch" => "epoch",

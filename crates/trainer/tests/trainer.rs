@@ -260,6 +260,34 @@ fn resume_continues_exactly() {
     };
     assert_eq!(epoch_figures(&rows_resumed), epoch_figures(&rows));
 
+    // TensorBoard event files hold the same scalars as metrics.csv; the resumed run's second file
+    // starts with a restart marker, after which TensorBoard drops the first process's later points.
+    let tb = |dir: &Path| -> Vec<(i64, String, f32)> {
+        let mut points: Vec<(i64, String, f32)> = Vec::new();
+        for f in trainer::tensorboard::event_files(dir) {
+            let ev = trainer::tensorboard::read_events(&f).unwrap();
+            assert_eq!(ev.version, "brain.Event:2");
+            if let Some(&r) = ev.restarts.first() {
+                points.retain(|p| p.0 < r);
+            }
+            points.extend(ev.scalars.into_iter().map(|s| (s.step, s.tag, s.value)));
+        }
+        points
+    };
+    let full_tb = tb(&full.run_dir);
+    let losses: Vec<(i64, f32)> = full_tb.iter().filter(|p| p.1 == "train/loss").map(|p| (p.0, p.2)).collect();
+    let csv_losses: Vec<(i64, f32)> =
+        rows.iter().filter(|r| r.kind == "step").map(|r| (r.step as i64, r.loss.unwrap() as f32)).collect();
+    assert_eq!(losses.len(), csv_losses.len());
+    assert!(losses.iter().zip(&csv_losses).all(|(a, b)| a.0 == b.0 && (a.1 - b.1).abs() < 1e-5), "{losses:?}");
+    assert_eq!(full_tb.iter().filter(|p| p.1 == "valid/top1").count(), 3);
+    assert!(full_tb.iter().any(|p| p.1 == "lr") && full_tb.iter().any(|p| p.1 == "epoch/train_loss"));
+    let files = trainer::tensorboard::event_files(&dir);
+    assert_eq!(files.len(), 2);
+    assert_eq!(trainer::tensorboard::read_events(&files[1]).unwrap().restarts, vec![4]);
+    let key = |v: &[(i64, String, f32)]| v.iter().map(|p| (p.0, p.1.clone())).collect::<Vec<_>>();
+    assert_eq!(key(&tb(&dir)), key(&full_tb));
+
     // A run directory is never silently reused.
     let again = run(cfg.clone(), RunOptions { run_dir: Some(dir.clone()), ..Default::default() }).unwrap_err();
     assert!(again.to_string().contains("already holds a run; continue it with --resume"), "{again}");
@@ -271,6 +299,32 @@ fn resume_continues_exactly() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("cannot resume") && err.contains("model.dim = 16 in the run, 32 now"), "{err}");
+}
+
+#[test]
+fn a_zstd_compressed_dataset_trains_to_the_same_weights_as_snappy() {
+    let tmp = tempfile::tempdir().unwrap();
+    let zstd = run(
+        smoke(tmp.path(), &["synthetic.compression=zstd"]),
+        RunOptions { run_dir: Some(tmp.path().join("zstd")), ..Default::default() },
+    )
+    .unwrap();
+    let summary = zstd.summary.unwrap();
+    assert_eq!(summary.steps, 18);
+    let files: Vec<PathBuf> = files_under(&[tmp.path().join("synth")])
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "parquet"))
+        .collect();
+    assert_eq!(files.len(), 32);
+    for f in &files {
+        let codecs = data::islr::codecs(f).unwrap();
+        assert!(codecs.iter().all(|c| c.starts_with("ZSTD")), "{}: {codecs:?}", f.display());
+    }
+    // The values are the same as in the snappy files, so training is too, bit for bit.
+    let snappy =
+        run(smoke(tmp.path(), &[]), RunOptions { run_dir: Some(tmp.path().join("snappy")), ..Default::default() })
+            .unwrap();
+    assert_eq!(max_abs_diff(&exported_weights(&zstd.run_dir), &exported_weights(&snappy.run_dir)), 0.0);
 }
 
 /// The uninterrupted smoke run under `tmp/ref` and its exported weights, to compare with.
