@@ -326,7 +326,8 @@ pub fn write_pose(path: &Path, pose: &PoseFile) -> Result<()> {
 }
 
 /// A Holistic `.pose` of `seq` (a `[frames, 543, 3]` sequence in normalised coordinates) as
-/// pose-format writes it: pixels of a `width` x `height` image, NaN points with confidence 0.
+/// pose-format writes it: pixels of a `width` x `height` image (a size of 0 keeps the
+/// coordinates as they are), NaN points with confidence 0.
 pub fn from_sequence(seq: &LandmarkSequence, fps: f32, width: u16, height: u16) -> PoseFile {
     let names = |n: usize| (0..n).map(|i| i.to_string()).collect::<Vec<_>>();
     let components: Vec<Component> = HOLISTIC
@@ -345,7 +346,8 @@ pub fn from_sequence(seq: &LandmarkSequence, fps: f32, width: u16, height: u16) 
             for i in 0..ty.count() {
                 let v = seq.at(f, ty.offset() + i);
                 let missing = v.iter().any(|c| c.is_nan());
-                let v = if missing { [0.0; 3] } else { [v[0] * width as f32, v[1] * height as f32, v[2]] };
+                let scale = |c: f32, s: u16| if s > 0 { c * s as f32 } else { c };
+                let v = if missing { [0.0; 3] } else { [scale(v[0], width), scale(v[1], height), v[2]] };
                 data.extend_from_slice(&v);
                 confidence.push(if missing { 0.0 } else { 1.0 });
             }

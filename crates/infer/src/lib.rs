@@ -4,14 +4,15 @@
 //! recognize signs:
 //! - [`Predictor`]: `predict` one sequence, `predict_batch` many, from raw landmarks (through the
 //!   same preprocessing code as training: no train/serve skew) or from already prepared windows;
-//! - [`stream::StreamingRecognizer`]: push live frames, get sign events;
+//! - [`stream::StreamingRecognizer`]: push live frames, get sign events ([`live`]: frames as
+//!   JSON lines from any front end);
 //! - [`eval::evaluate`]: accuracy, per-class and per-signer figures, confusion matrix and
 //!   calibration of a model on a labelled dataset.
 //!
 //! ```no_run
 //! use infer::{Predictor, PredictorOptions};
 //! let predictor = Predictor::load("runs/default-20261122-193204".as_ref(), &PredictorOptions::default())?;
-//! let sample = data::dataset::read_sample(data::index::Format::Islr, "clip.parquet".as_ref())?;
+//! let sample = predictor.read_file("clip.parquet".as_ref())?;
 //! let prediction = predictor.predict(&sample)?;
 //! println!("{} ({:.2})", prediction.top[0].label, prediction.top[0].probability);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -22,6 +23,7 @@
 #![warn(missing_docs)]
 
 pub mod eval;
+pub mod live;
 pub mod stream;
 
 use std::path::{Path, PathBuf};
@@ -331,18 +333,33 @@ impl Predictor {
         Ok(self.probabilities(prepared)?.iter().map(|p| self.rank(p)).collect())
     }
 
-    /// Read one sequence file (`.parquet` in the ISLR layout or `.npy`) and prepare it; errors name the file.
+    /// Read one sequence file (`.parquet` in the ISLR layout, `.npy`, `.npz` or `.pose`, the
+    /// latter mapped with the model's preprocessing); errors name the file.
+    pub fn read_file(&self, path: &Path) -> Result<Sample> {
+        let format = data::index::Format::from_extension(path).ok_or_else(|| InferError::File {
+            path: path.into(),
+            message: format!("expected a {} file", data::index::Format::EXTENSIONS),
+        })?;
+        self.read_format(format, path)
+    }
+
+    /// Read a sequence file of a known format; errors name the file.
+    pub(crate) fn read_format(&self, format: data::index::Format, path: &Path) -> Result<Sample> {
+        data::dataset::read_sample(format, path, &self.card.preprocess).map_err(InferError::Data)
+    }
+
+    /// Read one sequence file (see [`Predictor::read_file`]) and prepare it; errors name the file.
     pub fn prepare_file(&self, path: &Path) -> Result<Prepared> {
         let format = data::index::Format::from_extension(path).ok_or_else(|| InferError::File {
             path: path.into(),
-            message: "expected a .parquet (ISLR layout) or .npy file".into(),
+            message: format!("expected a {} file", data::index::Format::EXTENSIONS),
         })?;
         self.prepare_read(format, path)
     }
 
     /// Read a sequence file of a known format and prepare it; errors name the file.
     pub(crate) fn prepare_read(&self, format: data::index::Format, path: &Path) -> Result<Prepared> {
-        let sample = data::dataset::read_sample(format, path).map_err(InferError::Data)?;
+        let sample = self.read_format(format, path)?;
         self.prepare(&sample, 0).map_err(|e| match e {
             InferError::Input { message, .. } => InferError::File { path: path.into(), message },
             e => e,

@@ -38,7 +38,7 @@ struct ModelArgs {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Classify a sequence file (.parquet in the ISLR layout, or .npy) or every such file under a directory.
+    /// Classify a sequence file (.parquet in the ISLR layout, .npy, .npz or .pose) or every such file under a directory.
     Predict {
         #[command(flatten)]
         model: ModelArgs,
@@ -56,7 +56,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Replay a sequence frame by frame through the streaming recognizer and print its events.
+    /// Run the streaming recognizer over live frames (`--input -`: JSON lines on stdin, one frame
+    /// each; see the `infer::live` docs) or replay a recording (.parquet, .npy, .npz, .pose) frame by
+    /// frame, printing each sign event as it ends.
     Stream {
         #[command(flatten)]
         model: ModelArgs,
@@ -110,6 +112,41 @@ enum Command {
         /// Print the report (eval.json) to stdout instead of the summary.
         #[arg(long)]
         json: bool,
+    },
+    /// Write a model's weights as safetensors with PyTorch parameter names and layouts (the
+    /// conv-transformer loads into benches/reference/reference_model.py as is); the model card
+    /// travels in the file's metadata.
+    ExportSafetensors {
+        /// Run directory (uses its model/) or a model directory.
+        #[arg(long)]
+        model: PathBuf,
+        /// The .safetensors file to write.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Make a SignFlow model directory from a PyTorch state_dict (`torch.save(model.state_dict())`)
+    /// of the same architecture; the architecture, preprocessing and labels come from --card.
+    ImportTorch {
+        /// The .pt/.pth file.
+        #[arg(long)]
+        weights: PathBuf,
+        /// A model.json, or a run or model directory holding one.
+        #[arg(long)]
+        card: PathBuf,
+        /// The model directory to write (replaced atomically if it exists).
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Raw f32 logits of prepared windows, for checking against another framework: reads an .npz
+    /// with `x` [batch, frames, features] (the model's window and features) and optionally `valid`
+    /// [batch] (real frames of each window, the rest padding), writes an .npy [batch, classes].
+    Logits {
+        #[command(flatten)]
+        model: ModelArgs,
+        #[arg(long)]
+        input: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
     },
     /// Latency (p50/p95/p99) and throughput per batch size and precision.
     Bench {
@@ -214,10 +251,16 @@ fn load(m: &ModelArgs, precision: PrecisionSetting, top_k: usize) -> Result<Pred
     Ok(predictor)
 }
 
+/// The CPU device of the dispatch backend (weights conversion needs no accelerator).
+fn cpu_device() -> Result<device::DispatchDevice> {
+    let selected = device::resolve(&DeviceSpec::Cpu, &device::SelectionPolicy::default())?;
+    Ok(selected.device)
+}
+
 fn collect_inputs(input: &Path) -> Result<Vec<PathBuf>> {
     if input.is_file() {
         if Format::from_extension(input).is_none() {
-            bail!("{}: expected a .parquet (ISLR layout) or .npy file", input.display());
+            bail!("{}: expected a {} file", input.display(), Format::EXTENSIONS);
         }
         return Ok(vec![input.to_path_buf()]);
     }
@@ -238,7 +281,7 @@ fn collect_inputs(input: &Path) -> Result<Vec<PathBuf>> {
     }
     out.sort();
     if out.is_empty() {
-        bail!("{}: no .parquet or .npy files in it", input.display());
+        bail!("{}: no {} files in it", input.display(), Format::EXTENSIONS);
     }
     Ok(out)
 }
@@ -281,28 +324,63 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Command::Stream { model, input, hop, threshold, window, boundary_frames, json } => {
             let predictor = Arc::new(load(&model, PrecisionSetting::Auto, 5)?);
-            let Some(format @ Format::Islr) = Format::from_extension(&input) else {
-                bail!("{}: streaming replays landmark recordings (.parquet in the ISLR layout)", input.display());
-            };
-            let sample = data::dataset::read_sample(format, &input)?;
-            let data::Sample::Landmarks(seq) = sample else { bail!("{}: not a landmark recording", input.display()) };
             let cfg = StreamConfig { hop, threshold, window_frames: window, boundary_frames, ..Default::default() };
-            let mut rec = StreamingRecognizer::new(predictor, cfg)?;
-            let mut events = Vec::new();
-            for t in 0..seq.frames() {
-                let frame: Vec<[f32; 3]> = (0..seq.points).map(|p| seq.at(t, p)).collect();
-                events.extend(rec.push(i64::from(seq.frame_ids[t]), &frame)?);
-            }
-            events.extend(rec.finish()?);
-            for e in &events {
+            let mut rec = StreamingRecognizer::new(predictor.clone(), cfg)?;
+            let print = |e: &infer::SignEvent| -> Result<()> {
                 if json {
                     println!("{}", serde_json::to_string(e)?);
                 } else {
                     println!("frames {:>5}-{:<5} {} ({:.2})", e.start_frame, e.end_frame, e.label, e.confidence);
                 }
+                // Live consumers read events as they happen.
+                std::io::Write::flush(&mut std::io::stdout())?;
+                Ok(())
+            };
+            let mut count = 0usize;
+            let mut bad = 0usize;
+            if input.as_os_str() == "-" {
+                // Live: JSON lines on stdin, events printed as each sign ends.
+                for (n, line) in std::io::stdin().lines().enumerate() {
+                    let line = line.context("reading stdin")?;
+                    if line.trim().is_empty() {
+                        continue;
+                    }
+                    match infer::live::parse_frame(&line, n as i64) {
+                        Ok(f) => {
+                            for e in rec.push(f.frame, &f.points)? {
+                                print(&e)?;
+                                count += 1;
+                            }
+                        }
+                        Err(e) => {
+                            bad += 1;
+                            eprintln!("error: stdin line {}: {e} (frame skipped)", n + 1);
+                        }
+                    }
+                }
+            } else {
+                let sample = predictor.read_file(&input)?;
+                let data::Sample::Landmarks(seq) = sample else {
+                    bail!("{}: not a landmark recording ([frames, landmarks, 3])", input.display())
+                };
+                for t in 0..seq.frames() {
+                    let frame: Vec<[f32; 3]> = (0..seq.points).map(|p| seq.at(t, p)).collect();
+                    for e in rec.push(i64::from(seq.frame_ids[t]), &frame)? {
+                        print(&e)?;
+                        count += 1;
+                    }
+                }
             }
-            if events.is_empty() && !json {
+            for e in rec.finish()? {
+                print(&e)?;
+                count += 1;
+            }
+            if count == 0 && !json {
                 println!("no sign recognized above threshold {threshold}");
+            }
+            if bad > 0 {
+                eprintln!("{bad} input lines could not be read");
+                return Ok(ExitCode::from(1));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -344,6 +422,57 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     println!("wrote {}/{{{}}}", dir.display(), names.join(", "));
                 }
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::ExportSafetensors { model, out } => {
+            let dir = bundle::layout::find_model_dir(&model)?;
+            let device = cpu_device()?;
+            let (card, m) = bundle::load_bundle::<infer::Backend>(&dir, &device)?;
+            bundle::torch::export_safetensors(&m, &card, &out)?;
+            println!("wrote {} ({} parameters, {} classes)", out.display(), card.trainable_params, card.labels.len());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::ImportTorch { weights, card, out } => {
+            let card_dir = if card.is_file() {
+                card.parent().map(Path::to_path_buf).unwrap_or_default()
+            } else {
+                bundle::layout::find_model_dir(&card)?
+            };
+            let model_card = bundle::card::read_card(&card_dir)?;
+            bundle::torch::import_bundle::<infer::Backend>(&model_card, &weights, &out, &cpu_device()?)?;
+            println!(
+                "wrote {} ({} model, {} classes)",
+                out.display(),
+                model_card.model.kind(),
+                model_card.labels.len()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Logits { model, input, out } => {
+            let predictor = load(&model, PrecisionSetting::F32, 1)?;
+            let arrays = data::npy::read_npz_arrays(&input)?;
+            let get = |name: &str| arrays.iter().find(|(n, _)| n == name).map(|(_, a)| a);
+            let Some(x) = get("x") else { bail!("{}: no array `x` in the archive", input.display()) };
+            let [b, t, f] = x.shape[..] else {
+                bail!("{}: `x` has shape {:?}; expected [batch, frames, features]", input.display(), x.shape)
+            };
+            let valid = match get("valid") {
+                Some(v) if v.data.len() == b => v.data.iter().map(|&n| (n.max(0.0) as usize).min(t)).collect(),
+                Some(v) => bail!("{}: `valid` has {} values for a batch of {b}", input.display(), v.data.len()),
+                None => vec![t; b],
+            };
+            let windows: Vec<data::Prepared> = (0..b)
+                .map(|i| data::Prepared {
+                    window: t,
+                    features: f,
+                    valid: valid[i],
+                    data: x.data[i * t * f..(i + 1) * t * f].to_vec(),
+                })
+                .collect();
+            let logits = predictor.logits(&windows)?;
+            let classes = logits.first().map_or(0, Vec::len);
+            data::npy::write_npy(&out, &[b, classes], &logits.concat())?;
+            println!("wrote {} ([{b}, {classes}] logits, {})", out.display(), predictor.device_name());
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench { model, batch, precision, runs, json } => {

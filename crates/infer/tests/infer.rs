@@ -58,7 +58,10 @@ fn validation_files(t: &Trained) -> (Vec<Sample>, Vec<usize>, Vec<usize>) {
     let samples = prepared
         .valid
         .iter()
-        .map(|&i| data::dataset::read_sample(data::index::Format::Islr, &prepared.dataset.items[i].path).unwrap())
+        .map(|&i| {
+            data::dataset::read_sample(data::index::Format::Islr, &prepared.dataset.items[i].path, &t.cfg.preprocess)
+                .unwrap()
+        })
         .collect();
     let labels = prepared.valid.iter().map(|&i| prepared.dataset.items[i].label).collect();
     (samples, labels, prepared.valid)
@@ -195,6 +198,66 @@ fn streaming_emits_concatenated_signs_in_order() {
     assert!(classes.iter().all(|c| it.any(|g| g == c)), "expected signs {classes:?} in order, got {plain:?}");
     assert!(events.windows(2).all(|w| w[0].end_frame <= w[1].end_frame && w[0].start_frame < w[1].start_frame));
     assert!(events.iter().all(|e| e.confidence >= 0.6 && e.label == predictor.labels()[e.index]));
+
+    // The CLI over JSON lines on stdin (what a MediaPipe front end pipes in) gives the same events;
+    // a malformed line is skipped and reported, and the exit code says so.
+    let mut lines: Vec<String> = frames
+        .iter()
+        .enumerate()
+        .map(|(i, f)| infer::live::encode_frame(if i > 10 { i as i64 + 1 } else { i as i64 }, f))
+        .collect();
+    lines.insert(20, "{\"frame\": 999999, \"right_hand\": [[0.1, 0.2]]}".into());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_infer"))
+        .args(["stream", "--device", "cpu", "--json", "--input", "-", "--model"])
+        .arg(&t.run_dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feed = std::thread::spawn(move || std::io::Write::write_all(&mut stdin, (lines.join("\n") + "\n").as_bytes()));
+    let out = child.wait_with_output().unwrap();
+    feed.join().unwrap().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("stdin line 21: `right_hand` has 1 points; expected 21 (frame skipped)"), "{stderr}");
+    let cli: Vec<(usize, i64, i64)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let e: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                e["index"].as_u64().unwrap() as usize,
+                e["start_frame"].as_i64().unwrap(),
+                e["end_frame"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    let lib: Vec<(usize, i64, i64)> = events.iter().map(|e| (e.index, e.start_frame, e.end_frame)).collect();
+    assert_eq!(cli, lib, "stdin stream events differ from the library's");
+    // The same recording as a pose-format file replays to the same signs.
+    let mut seq = LandmarkSequence::empty(frames.len(), frames[0].len());
+    for (i, f) in frames.iter().enumerate() {
+        for (p, v) in f.iter().enumerate() {
+            seq.set(i, p, *v);
+        }
+    }
+    let pose_dir = tempfile::tempdir().unwrap();
+    let pose_path = pose_dir.path().join("signs.pose");
+    data::pose::write_pose(&pose_path, &data::pose::from_sequence(&seq, 30.0, 0, 0)).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_infer"))
+        .args(["stream", "--device", "cpu", "--json", "--model"])
+        .arg(&t.run_dir)
+        .arg("--input")
+        .arg(&pose_path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let from_pose: Vec<usize> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["index"].as_u64().unwrap() as usize)
+        .collect();
+    assert_eq!(from_pose, classes.to_vec());
 
     // Bad stream input.
     let mut rec = StreamingRecognizer::new(predictor.clone(), StreamConfig::default()).unwrap();
@@ -753,4 +816,90 @@ fn a_shared_predictor_under_threads_gives_the_sequential_results() {
         pct(0.5),
         pct(0.99)
     );
+}
+
+#[test]
+fn pytorch_weights_import_through_the_cli_and_export_as_safetensors() {
+    let t = trained();
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bundle/tests/fixtures");
+    let infer = |args: &[&std::ffi::OsStr]| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_infer")).args(args).output().unwrap();
+        assert!(o.status.success(), "infer {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    };
+    // A card for the small reference model of the fixture (benches/reference/torch_interop.py).
+    let mut card: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(t.run_dir.join("model/model.json")).unwrap()).unwrap();
+    card["model"] = serde_json::json!({"kind": "conv_transformer", "dim": 16, "stages": 1, "conv_blocks_per_stage": 1,
+        "kernel": 5, "expand": 2, "heads": 2, "eca_kernel": 3, "drop_path": 0.0, "attention_dropout": 0.0});
+    card["input_features"] = 10.into();
+    card["labels"] = serde_json::json!(["a", "b", "c", "d", "e"]);
+    card["preprocess"]["window"] = 12.into();
+    std::fs::create_dir_all(dir.path().join("card")).unwrap();
+    std::fs::write(dir.path().join("card/model.json"), card.to_string()).unwrap();
+    let imported = dir.path().join("imported");
+    let logits = dir.path().join("logits.npy");
+    infer(&[
+        "import-torch".as_ref(),
+        "--weights".as_ref(),
+        fixtures.join("tiny_reference.pt").as_os_str(),
+        "--card".as_ref(),
+        dir.path().join("card/model.json").as_os_str(),
+        "--out".as_ref(),
+        imported.as_os_str(),
+    ]);
+    infer(&[
+        "logits".as_ref(),
+        "--device".as_ref(),
+        "cpu".as_ref(),
+        "--model".as_ref(),
+        imported.as_os_str(),
+        "--input".as_ref(),
+        fixtures.join("tiny_reference_logits.npz").as_os_str(),
+        "--out".as_ref(),
+        logits.as_os_str(),
+    ]);
+    let ours = match data::npy::read_npy(&logits).unwrap() {
+        Sample::Features(f) => f.data,
+        other => panic!("logits read as {} wide landmarks", other.width()),
+    };
+    let arrays = data::npy::read_npz_arrays(&fixtures.join("tiny_reference_logits.npz")).unwrap();
+    let torch = &arrays.iter().find(|(n, _)| n == "logits").unwrap().1.data;
+    let diff = ours.iter().zip(torch).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+    assert_eq!(ours.len(), torch.len());
+    assert!(diff <= 1e-4, "imported model's logits differ from PyTorch's by {diff}");
+
+    // Export: a safetensors file (8-byte header length, JSON header) with PyTorch names, the card
+    // in its metadata.
+    let st = dir.path().join("model.safetensors");
+    infer(&[
+        "export-safetensors".as_ref(),
+        "--model".as_ref(),
+        t.run_dir.as_os_str(),
+        "--out".as_ref(),
+        st.as_os_str(),
+    ]);
+    let bytes = std::fs::read(&st).unwrap();
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    let features = t.summary.input_features;
+    assert_eq!(header["stem.weight"]["shape"], serde_json::json!([64, features]));
+    assert_eq!(header["stem.weight"]["dtype"], "F32");
+    assert!(header["transformer_blocks.0.norm1.bn.running_mean"].is_object());
+    let card: serde_json::Value =
+        serde_json::from_str(header["__metadata__"]["signflow_model_card"].as_str().unwrap()).unwrap();
+    assert_eq!(card["labels"].as_array().unwrap().len(), t.cfg.synthetic.classes);
+    // A file that is no PyTorch checkpoint is an error naming it.
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_infer"))
+        .args(["import-torch", "--weights"])
+        .arg(&st)
+        .arg("--card")
+        .arg(dir.path().join("card/model.json"))
+        .arg("--out")
+        .arg(dir.path().join("bad"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("model.safetensors"), "{err}");
+    assert!(!dir.path().join("bad").exists());
 }

@@ -1,0 +1,154 @@
+//! Live landmark frames as JSON lines, the input of `infer stream --input -`: one object per line,
+//! so a MediaPipe front end in any language can pipe frames into the recognizer.
+//!
+//! ```json
+//! {"frame": 12, "face": [[x, y, z], …468], "left_hand": null, "pose": [[x, y, z], …33], "right_hand": [[x, y, z], …21]}
+//! {"frame": 13, "landmarks": [[x, y, z], …543]}
+//! ```
+//!
+//! Either the four Holistic groups by name (`face` 468, `left_hand` 21, `pose` 33, `right_hand`
+//! 21; a group that is absent or `null` was not detected) or `landmarks` with every point of the
+//! layout in flattened order. A point is `[x, y]` or `[x, y, z]` in MediaPipe's normalised
+//! coordinates; `null`, NaN or an infinite value marks it missing. `frame` is optional (the line
+//! count is used when it is absent).
+
+use serde::Deserialize;
+
+use data::layout::{LandmarkType, NUM_LANDMARKS};
+
+/// One frame as it arrives on the wire.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WireFrame {
+    frame: Option<i64>,
+    face: Option<Vec<Option<Vec<Option<f64>>>>>,
+    left_hand: Option<Vec<Option<Vec<Option<f64>>>>>,
+    pose: Option<Vec<Option<Vec<Option<f64>>>>>,
+    right_hand: Option<Vec<Option<Vec<Option<f64>>>>>,
+    landmarks: Option<Vec<Option<Vec<Option<f64>>>>>,
+}
+
+/// A parsed frame: its number and every point of the 543 layout (NaN where missing).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveFrame {
+    /// The frame number (from the line, or the caller's default).
+    pub frame: i64,
+    /// `[543]` points.
+    pub points: Vec<[f32; 3]>,
+}
+
+fn point(p: &Option<Vec<Option<f64>>>, what: &dyn Fn() -> String) -> Result<[f32; 3], String> {
+    let Some(p) = p else { return Ok([f32::NAN; 3]) };
+    if !(2..=3).contains(&p.len()) {
+        return Err(format!("{} has {} values; expected [x, y] or [x, y, z]", what(), p.len()));
+    }
+    let v = |i: usize| p.get(i).copied().flatten().map(|v| v as f32).filter(|v| v.is_finite());
+    match (v(0), v(1)) {
+        (Some(x), Some(y)) => Ok([x, y, if p.len() == 3 { v(2).unwrap_or(f32::NAN) } else { f32::NAN }]),
+        _ => Ok([f32::NAN; 3]),
+    }
+}
+
+/// Parse one JSON line; `default_frame` numbers frames that carry no `frame`. Errors say what is
+/// wrong and what was expected (the caller adds where the line came from).
+pub fn parse_frame(line: &str, default_frame: i64) -> Result<LiveFrame, String> {
+    let wire: WireFrame = serde_json::from_str(line).map_err(|e| format!("not a frame object: {e}"))?;
+    let mut points = vec![[f32::NAN; 3]; NUM_LANDMARKS];
+    let groups = [
+        (LandmarkType::Face, &wire.face),
+        (LandmarkType::LeftHand, &wire.left_hand),
+        (LandmarkType::Pose, &wire.pose),
+        (LandmarkType::RightHand, &wire.right_hand),
+    ];
+    let named = groups.iter().any(|(_, g)| g.is_some());
+    match (&wire.landmarks, named) {
+        (Some(_), true) => return Err("has both `landmarks` and named groups; send one or the other".into()),
+        (Some(all), false) => {
+            if all.len() != NUM_LANDMARKS {
+                return Err(format!("`landmarks` has {} points; expected {NUM_LANDMARKS}", all.len()));
+            }
+            for (i, p) in all.iter().enumerate() {
+                points[i] = point(p, &|| format!("landmarks[{i}]"))?;
+            }
+        }
+        (None, _) => {
+            for (ty, group) in groups {
+                let Some(group) = group else { continue };
+                if group.len() != ty.count() {
+                    return Err(format!("`{}` has {} points; expected {}", ty.name(), group.len(), ty.count()));
+                }
+                for (i, p) in group.iter().enumerate() {
+                    points[ty.offset() + i] = point(p, &|| format!("{}[{i}]", ty.name()))?;
+                }
+            }
+        }
+    }
+    Ok(LiveFrame { frame: wire.frame.unwrap_or(default_frame), points })
+}
+
+/// Encode a frame of the 543 layout as a JSON line with the named groups (missing points as
+/// `null`, a group with no point as `null`): what a front end sends.
+pub fn encode_frame(frame: i64, points: &[[f32; 3]]) -> String {
+    let mut obj = serde_json::Map::new();
+    obj.insert("frame".into(), frame.into());
+    for ty in LandmarkType::ALL {
+        let pts = &points[ty.offset()..ty.offset() + ty.count()];
+        let value = if pts.iter().all(|p| p[0].is_nan()) {
+            serde_json::Value::Null
+        } else {
+            pts.iter()
+                .map(|p| {
+                    if p[0].is_nan() || p[1].is_nan() {
+                        serde_json::Value::Null
+                    } else {
+                        serde_json::json!([p[0], p[1], if p[2].is_nan() { 0.0 } else { p[2] }])
+                    }
+                })
+                .collect()
+        };
+        obj.insert(ty.name().into(), value);
+    }
+    serde_json::Value::Object(obj).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn named_groups_and_flat_layout_give_the_same_points() {
+        let mut pts = vec![[f32::NAN; 3]; NUM_LANDMARKS];
+        for (i, p) in pts.iter_mut().enumerate().skip(468).take(21) {
+            *p = [i as f32 / 1000.0, 0.5, -0.1];
+        }
+        let line = encode_frame(7, &pts);
+        let a = parse_frame(&line, 0).unwrap();
+        assert_eq!(a.frame, 7);
+        assert_eq!(a.points[470], [0.47, 0.5, -0.1]);
+        assert!(a.points[0][0].is_nan() && a.points[530][0].is_nan());
+        let flat: Vec<serde_json::Value> = a
+            .points
+            .iter()
+            .map(|p| if p[0].is_nan() { serde_json::Value::Null } else { serde_json::json!([p[0], p[1], p[2]]) })
+            .collect();
+        let b = parse_frame(&serde_json::json!({ "landmarks": flat }).to_string(), 3).unwrap();
+        assert_eq!(b.frame, 3);
+        assert_eq!(b.points[470], a.points[470]);
+    }
+
+    #[test]
+    fn bad_frames_say_what_was_expected() {
+        assert!(parse_frame("{\"left_hand\": [[0.1, 0.2]]}", 0).unwrap_err().contains("expected 21"));
+        assert!(parse_frame("[1, 2]", 0).unwrap_err().contains("not a frame object"));
+        assert!(parse_frame("{\"hand\": []}", 0).unwrap_err().contains("unknown field"));
+        let pts = vec![vec![0.1]; 21];
+        let err = parse_frame(&serde_json::json!({ "right_hand": pts }).to_string(), 0).unwrap_err();
+        assert!(err.contains("right_hand[0] has 1 values"), "{err}");
+        // Non-finite numbers cannot be written in JSON; a null coordinate is a missing point.
+        let mut hand = vec![serde_json::json!([0.1, 0.2, 0.0]); 21];
+        hand[3] = serde_json::json!([null, 0.2, 0.0]);
+        let f = parse_frame(&serde_json::json!({ "right_hand": hand }).to_string(), 0).unwrap();
+        assert!(f.points[522 + 3][0].is_nan());
+        assert_eq!(f.points[522][0], 0.1);
+    }
+}
