@@ -151,4 +151,24 @@ mod tests {
         assert!(f.points[522 + 3][0].is_nan());
         assert_eq!(f.points[522][0], 0.1);
     }
+
+    #[test]
+    fn mutated_lines_are_errors_or_frames_never_panics() {
+        let mut pts = vec![[0.25f32, 0.5, -0.1]; NUM_LANDMARKS];
+        pts[500] = [f32::NAN; 3];
+        let valid = encode_frame(3, &pts);
+        let mut m = data::mutate::Mutator::new(7);
+        let mut errors = 0;
+        for _ in 0..2000 {
+            let line = String::from_utf8_lossy(&m.mutate(valid.as_bytes())).into_owned();
+            match parse_frame(&line, 0) {
+                Ok(f) => assert_eq!(f.points.len(), NUM_LANDMARKS),
+                Err(e) => {
+                    errors += 1;
+                    assert!(!e.is_empty());
+                }
+            }
+        }
+        assert!(errors > 1000, "only {errors} of 2000 mutated lines were refused");
+    }
 }

@@ -584,7 +584,7 @@ fn predict_files_keeps_order_and_names_bad_files() {
     let e = got[3].1.as_ref().unwrap_err();
     assert!(e.contains("broken.parquet: not a readable parquet file"), "{e}");
     let e = got[7].1.as_ref().unwrap_err();
-    assert!(e.contains("notes.txt: expected a .parquet (ISLR layout) or .npy file"), "{e}");
+    assert!(e.contains("notes.txt: expected a .parquet, .npy, .npz or .pose file"), "{e}");
 }
 
 /// `infer` on WGPU (llvmpipe in CI): the same top-1 as the CPU and probabilities within 1e-4 in

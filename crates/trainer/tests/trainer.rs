@@ -1839,6 +1839,48 @@ fn fuzz_formats() {
         },
     ];
 
+    // The interop formats: files written by pose-format and numpy, our fingerspelling writer's and
+    // the run's TensorBoard event file (live JSON frames are fuzzed in `infer::live`).
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/tests/fixtures");
+    let pose = place("pose").join("seq.pose");
+    let npz = place("npz").join("seq.npz");
+    let wide = place("fingerspell").join("seq.parquet");
+    let one = data::islr::read_parquet(&find_file(&synth_root, ".parquet")).unwrap();
+    let mut one_frame = one.clone();
+    one_frame.retain_frames(&(0..one.frames()).map(|f| f == 0).collect::<Vec<_>>());
+    data::fingerspell::write_file(&wide, &[(5, &one_frame)], data::islr::Codec::Zstd).unwrap();
+    let wide_valid = std::fs::read(&wide).unwrap();
+    let tb = place("tensorboard").join("events.out.tfevents.1");
+    let tb_valid = std::fs::read(&trainer::tensorboard::event_files(&run_dir)[0]).unwrap();
+    let openpose = vec!["pose_keypoints_2d".to_string(), "hand_left_keypoints_2d".to_string()];
+    let interop = vec![
+        Target {
+            name: ".pose (pose-format)",
+            valid: std::fs::read(fixtures.join("openpose.pose")).unwrap(),
+            path: pose.clone(),
+            read: Box::new(|| data::pose::read_pose_sequence(&pose, &openpose).map(|_| ()).map_err(|e| text(&e))),
+        },
+        Target {
+            name: ".npz (numpy)",
+            valid: std::fs::read(fixtures.join("archive.npz")).unwrap(),
+            path: npz.clone(),
+            read: Box::new(|| data::npy::read_npz(&npz).map(|_| ()).map_err(|e| text(&e))),
+        },
+        Target {
+            name: "fingerspelling parquet",
+            valid: wide_valid,
+            path: wide.clone(),
+            read: Box::new(|| data::fingerspell::read_file(&wide).map(|_| ()).map_err(|e| text(&e))),
+        },
+        Target {
+            name: "TensorBoard events",
+            valid: tb_valid,
+            path: tb.clone(),
+            read: Box::new(|| trainer::tensorboard::read_events(&tb).map(|_| ()).map_err(|e| text(&e))),
+        },
+    ];
+    let targets: Vec<Target> = targets.into_iter().chain(interop).collect();
+
     const SEED: u64 = 0x5157_2026;
     const PER_FORMAT: usize = 500;
     let mut failures = Vec::new();
