@@ -25,6 +25,8 @@
 
 pub mod common;
 pub mod conv_transformer;
+pub mod ctc;
+pub mod decode;
 pub mod gru;
 pub mod kernels;
 pub mod precision;

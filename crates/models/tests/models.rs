@@ -677,3 +677,112 @@ fn wgpu_large_reductions_chunked_are_right() {
     let direct = x.sum().into_scalar() as f64;
     eprintln!("direct full reduction of {n} floats on WGPU: {direct} (exact {want})");
 }
+
+// ---- CTC ----
+
+#[derive(serde::Deserialize)]
+struct CtcCase {
+    batch: usize,
+    frames: usize,
+    classes: usize,
+    logits: Vec<f64>,
+    lengths: Vec<usize>,
+    targets: Vec<Vec<usize>>,
+    loss: Vec<Option<f64>>,
+    grad: Option<Vec<f64>>,
+}
+
+fn ctc_cases() -> Vec<CtcCase> {
+    #[derive(serde::Deserialize)]
+    struct File {
+        cases: Vec<CtcCase>,
+    }
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ctc_torch.json");
+    serde_json::from_str::<File>(&std::fs::read_to_string(path).unwrap()).unwrap().cases
+}
+
+#[test]
+fn ctc_loss_and_gradient_equal_pytorch_and_burn_nn() {
+    let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
+    let (mut worst_loss, mut worst_grad, mut worst_burn) = (0f64, 0f64, 0f64);
+    for c in ctc_cases() {
+        let logits: Vec<f32> = c.logits.iter().map(|&v| v as f32).collect();
+        let x = Tensor::<AD, 3>::from_data(TensorData::new(logits.clone(), [c.batch, c.frames, c.classes]), &dev)
+            .require_grad();
+        let (loss, nll) =
+            models::ctc::ctc_loss(x.clone(), &c.lengths, &c.targets, 0, models::ctc::Reduction::Sum, true);
+        for (b, (ours, torch)) in nll.iter().zip(&c.loss).enumerate() {
+            match torch {
+                None => assert!(ours.is_infinite(), "sequence {b}: {ours} where PyTorch has inf"),
+                Some(t) => worst_loss = worst_loss.max((ours - t).abs() / t.abs().max(1.0)),
+            }
+        }
+        let grads = loss.backward();
+        let g: Vec<f32> = x.grad(&grads).unwrap().into_data().to_vec().unwrap();
+        if let Some(torch) = &c.grad {
+            for (a, b) in g.iter().zip(torch) {
+                worst_grad = worst_grad.max((f64::from(*a) - b).abs());
+            }
+        }
+        // burn-nn's CTC loss ([T, B, C] log-probabilities) on the same finite cases.
+        if c.loss.iter().all(Option::is_some) {
+            let lp = burn::tensor::activation::log_softmax(
+                Tensor::<B, 3>::from_data(TensorData::new(logits, [c.batch, c.frames, c.classes]), &dev),
+                2,
+            )
+            .swap_dims(0, 1);
+            let width = c.targets.iter().map(Vec::len).max().unwrap_or(0).max(1);
+            let flat: Vec<i64> = c
+                .targets
+                .iter()
+                .flat_map(|t| t.iter().map(|&v| v as i64).chain(std::iter::repeat_n(0, width - t.len())))
+                .collect();
+            let targets = Tensor::<B, 2, Int>::from_data(TensorData::new(flat, [c.batch, width]), &dev);
+            let il: Vec<i64> = c.lengths.iter().map(|&v| v as i64).collect();
+            let tl: Vec<i64> = c.targets.iter().map(|t| t.len() as i64).collect();
+            let il = Tensor::<B, 1, Int>::from_data(TensorData::new(il, [c.batch]), &dev);
+            let tl = Tensor::<B, 1, Int>::from_data(TensorData::new(tl, [c.batch]), &dev);
+            let burn_nn = burn::nn::loss::CTCLossConfig::new().init().forward(lp, targets, il, tl);
+            let burn_nn: Vec<f32> = burn_nn.into_data().convert::<f32>().to_vec().unwrap();
+            for (got, torch) in burn_nn.iter().zip(&c.loss) {
+                let t = torch.unwrap();
+                worst_burn = worst_burn.max((f64::from(*got) - t).abs() / t.abs().max(1.0));
+            }
+        }
+    }
+    eprintln!(
+        "CTC vs PyTorch: loss rel {worst_loss:.2e}, grad abs {worst_grad:.2e}; burn-nn vs PyTorch rel {worst_burn:.2e}"
+    );
+    assert!(worst_loss < 1e-5, "loss differs from PyTorch by {worst_loss}");
+    assert!(worst_grad < 1e-5, "gradient differs from PyTorch by {worst_grad}");
+}
+
+#[test]
+fn ctc_outputs_ignore_padding_frames() {
+    // The per-frame head's loss and gradient of a sequence do not depend on frames past its
+    // length, whatever they hold.
+    let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
+    let (classes, frames, length) = (5, 16, 10);
+    let base = Tensor::<B, 3>::random([1, frames, classes], Distribution::Normal(0.0, 1.0), &dev);
+    let noise = Tensor::<B, 3>::random([1, frames, classes], Distribution::Normal(0.0, 5.0), &dev);
+    let keep = Tensor::<B, 3>::from_data(
+        TensorData::new(
+            (0..frames * classes).map(|i| if i / classes < length { 1f32 } else { 0.0 }).collect(),
+            [1, frames, classes],
+        ),
+        &dev,
+    );
+    let other = base.clone() * keep.clone() + noise * (keep.neg().add_scalar(1.0));
+    let run = |x: Tensor<B, 3>| {
+        let x = Tensor::<AD, 3>::from_inner(x).require_grad();
+        let (loss, nll) =
+            models::ctc::ctc_loss(x.clone(), &[length], &[vec![1, 3, 3]], 0, models::ctc::Reduction::Sum, false);
+        let g: Vec<f32> = x.grad(&loss.backward()).unwrap().into_data().to_vec().unwrap();
+        (nll[0], g)
+    };
+    let (a, ga) = run(base);
+    let (b, gb) = run(other);
+    assert_eq!(a, b);
+    assert_eq!(ga, gb);
+    assert!(ga[length * classes..].iter().all(|&v| v == 0.0));
+}

@@ -53,7 +53,7 @@ pub mod tune;
 use std::path::PathBuf;
 
 pub use config::{ConfigBuilder, ConfigError, ExperimentConfig};
-pub use train::{run, RunOptions, RunOutcome};
+pub use train::{run, run_lock, RunOptions, RunOutcome};
 
 /// The training backend (autodiff over the run-time dispatch backend).
 pub type TrainBackend = device::TrainBackend;

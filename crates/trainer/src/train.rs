@@ -65,7 +65,10 @@ pub struct RunOutcome {
 /// searches) in a process take turns.
 static RUN_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-pub(crate) fn run_lock() -> std::sync::MutexGuard<'static, ()> {
+/// Take the turn that [`run`] takes. Code that draws from Burn's global RNG (building a model,
+/// loading a bundle, which builds one first) in a process where runs may be going on holds it,
+/// so those runs stay reproducible. Not reentrant: do not call [`run`] while holding it.
+pub fn run_lock() -> std::sync::MutexGuard<'static, ()> {
     RUN_LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 

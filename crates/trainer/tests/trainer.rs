@@ -36,6 +36,9 @@ fn smoke(tmp: &Path, sets: &[&str]) -> ExperimentConfig {
 }
 
 fn exported_weights(run_dir: &Path) -> Vec<f32> {
+    // Loading builds a model first, which draws from Burn's process-global RNG: not while
+    // another test's run is drawing from it.
+    let _turn = trainer::run_lock();
     let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
     let (_, model) = bundle::load_bundle::<device::Backend>(&run_dir.join("model"), &dev).unwrap();
     bundle::weights::flat_weights(&model)
@@ -588,7 +591,10 @@ fn a_full_disk_corrupt_checkpoints_and_a_second_trainer_lose_nothing() {
     let mpk = bundle_dir.join("model.mpk");
     let full = std::fs::read(&mpk).unwrap();
     std::fs::write(&mpk, &full[..full.len() * 2 / 3]).unwrap();
-    let load = |d: &Path| bundle::load_bundle::<device::Backend>(d, &dev).map(|_| ()).unwrap_err().to_string();
+    let load = |d: &Path| {
+        let _turn = trainer::run_lock();
+        bundle::load_bundle::<device::Backend>(d, &dev).map(|_| ()).unwrap_err().to_string()
+    };
     let e = load(&bundle_dir);
     assert!(e.contains("model.mpk") && e.contains("truncated or changed after it was written"), "{e}");
     std::fs::remove_file(bundle_dir.join("manifest.json")).unwrap();
@@ -977,11 +983,14 @@ fn bench_times_every_phase_of_the_configured_model() {
     let r = bench(&cfg, &compute, &opts).unwrap();
     assert_eq!((r.batch, r.frames, r.features, r.classes), (4, 8, 10, 3));
     assert_eq!(r.model, cfg.model.kind());
-    let expected = models::trainable_params(&cfg.model.init::<trainer::InnerBackend>(
-        10,
-        3,
-        &device::dispatch_device(&device::Target::Cpu).unwrap(),
-    ));
+    let expected = {
+        let _turn = trainer::run_lock();
+        models::trainable_params(&cfg.model.init::<trainer::InnerBackend>(
+            10,
+            3,
+            &device::dispatch_device(&device::Target::Cpu).unwrap(),
+        ))
+    };
     assert_eq!(r.trainable_params, expected);
     for (name, v) in [
         ("forward", r.forward_ms),
@@ -1885,6 +1894,8 @@ fn fuzz_formats() {
     const PER_FORMAT: usize = 500;
     let mut failures = Vec::new();
     let mut report = Vec::new();
+    // Readers that build models draw from Burn's global RNG; other tests' runs must not see that.
+    let _turn = trainer::run_lock();
     for (t, target) in targets.iter().enumerate() {
         // The valid file reads, so the mutations below are what the errors are about.
         std::fs::write(&target.path, &target.valid).unwrap();

@@ -1,0 +1,224 @@
+//! Turning per-frame CTC log-probabilities into token sequences, and scoring them.
+//!
+//! - [`greedy`]: the best class per frame, repeats merged, blanks dropped.
+//! - [`beam`]: prefix beam search (each prefix keeps its probability of ending in a blank and in
+//!   its last token, so alignments of one output are summed, not competing).
+//! - [`levenshtein`], [`ErrorCounts`]: edit distance and the error rates of the field: the ASL
+//!   Fingerspelling competition's normalized Levenshtein score `(N - D) / N` over a whole set,
+//!   and character / word error rates `D / N`.
+
+use std::collections::HashMap;
+
+/// A decoded token with where and how sure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Token {
+    /// The class index.
+    pub index: usize,
+    /// First frame it was emitted on.
+    pub start: usize,
+    /// Last frame of its run.
+    pub end: usize,
+    /// Mean probability of the token over its frames.
+    pub confidence: f32,
+}
+
+/// Greedy (best path) decoding of `[frames, classes]` log-probabilities, the first `length`
+/// frames real.
+pub fn greedy(log_probs: &[f32], classes: usize, length: usize, blank: usize) -> Vec<Token> {
+    let mut out: Vec<Token> = Vec::new();
+    let mut prev = blank;
+    let mut run = 0usize;
+    for t in 0..length.min(log_probs.len() / classes.max(1)) {
+        let row = &log_probs[t * classes..(t + 1) * classes];
+        let (k, lp) =
+            row.iter().enumerate().fold((0, f32::NEG_INFINITY), |b, (i, &v)| if v > b.1 { (i, v) } else { b });
+        if k != blank && k == prev {
+            if let Some(last) = out.last_mut() {
+                run += 1;
+                last.end = t;
+                last.confidence += (lp.exp() - last.confidence) / run as f32;
+            }
+        } else if k != blank {
+            run = 1;
+            out.push(Token { index: k, start: t, end: t, confidence: lp.exp() });
+        }
+        prev = k;
+    }
+    out
+}
+
+fn log_add(a: f32, b: f32) -> f32 {
+    if a == f32::NEG_INFINITY {
+        return b;
+    }
+    if b == f32::NEG_INFINITY {
+        return a;
+    }
+    let (hi, lo) = if a > b { (a, b) } else { (b, a) };
+    hi + (lo - hi).exp().ln_1p()
+}
+
+/// Prefix beam search over `[frames, classes]` log-probabilities (the first `length` frames real),
+/// keeping `width` prefixes per frame. Returns the best token sequence and its log-probability
+/// (summed over its alignments). `width = 1` is close to, but not the same as, greedy: it merges
+/// alignments of a prefix.
+pub fn beam(log_probs: &[f32], classes: usize, length: usize, blank: usize, width: usize) -> (Vec<usize>, f32) {
+    let neg = f32::NEG_INFINITY;
+    // prefix -> (log p ending in blank, log p ending in its last token)
+    let mut beams: Vec<(Vec<usize>, (f32, f32))> = vec![(Vec::new(), (0.0, neg))];
+    let frames = length.min(log_probs.len() / classes.max(1));
+    for t in 0..frames {
+        let row = &log_probs[t * classes..(t + 1) * classes];
+        let mut next: HashMap<Vec<usize>, (f32, f32)> = HashMap::with_capacity(beams.len() * 4);
+        // Only classes that can matter: the top `width + 1` of this frame, plus blank.
+        let mut order: Vec<usize> = (0..classes).collect();
+        order.sort_unstable_by(|&a, &b| row[b].total_cmp(&row[a]));
+        order.truncate((width + 1).min(classes));
+        if !order.contains(&blank) {
+            order.push(blank);
+        }
+        for (prefix, (pb, pnb)) in &beams {
+            let total = log_add(*pb, *pnb);
+            for &k in &order {
+                let p = row[k];
+                if k == blank {
+                    let e = next.entry(prefix.clone()).or_insert((neg, neg));
+                    e.0 = log_add(e.0, total + p);
+                    continue;
+                }
+                let last = prefix.last().copied();
+                let mut extended = prefix.clone();
+                extended.push(k);
+                let e = next.entry(extended).or_insert((neg, neg));
+                // A repeat only extends after a blank; without one it stays the same prefix.
+                e.1 = log_add(e.1, if last == Some(k) { *pb + p } else { total + p });
+                if last == Some(k) {
+                    let same = next.entry(prefix.clone()).or_insert((neg, neg));
+                    same.1 = log_add(same.1, *pnb + p);
+                }
+            }
+        }
+        let mut all: Vec<(Vec<usize>, (f32, f32))> = next.into_iter().collect();
+        all.sort_unstable_by(|a, b| log_add(b.1 .0, b.1 .1).total_cmp(&log_add(a.1 .0, a.1 .1)).then(a.0.cmp(&b.0)));
+        all.truncate(width.max(1));
+        beams = all;
+    }
+    let (best, (pb, pnb)) = beams.into_iter().next().unwrap_or((Vec::new(), (0.0, neg)));
+    (best, log_add(pb, pnb))
+}
+
+/// Edit distance (insertions, deletions, substitutions, each 1) between two sequences.
+pub fn levenshtein<T: PartialEq>(a: &[T], b: &[T]) -> usize {
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, x) in a.iter().enumerate() {
+        cur[0] = i + 1;
+        for (j, y) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(x != y)).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+/// Edit distances summed over a set, for the error rates.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ErrorCounts {
+    /// Summed token (character) edit distance.
+    pub token_edits: usize,
+    /// Summed reference length in tokens.
+    pub tokens: usize,
+    /// Summed word edit distance (words split at `separator` tokens).
+    pub word_edits: usize,
+    /// Summed reference length in words.
+    pub words: usize,
+}
+
+impl ErrorCounts {
+    /// Add one (hypothesis, reference) pair; `separator` is the word-boundary token (space), if any.
+    pub fn add(&mut self, hypothesis: &[usize], reference: &[usize], separator: Option<usize>) {
+        self.token_edits += levenshtein(hypothesis, reference);
+        self.tokens += reference.len();
+        let words = |s: &[usize]| -> Vec<Vec<usize>> {
+            match separator {
+                Some(sep) => s.split(|&t| t == sep).filter(|w| !w.is_empty()).map(<[usize]>::to_vec).collect(),
+                None => vec![s.to_vec()],
+            }
+        };
+        let (h, r) = (words(hypothesis), words(reference));
+        self.word_edits += levenshtein(&h, &r);
+        self.words += r.len();
+    }
+
+    /// The competition's normalized Levenshtein score `(N - D) / N` (1 = perfect; can go below 0).
+    pub fn normalized_levenshtein(&self) -> f64 {
+        if self.tokens == 0 {
+            return 0.0;
+        }
+        (self.tokens as f64 - self.token_edits as f64) / self.tokens as f64
+    }
+
+    /// Character (token) error rate `D / N`.
+    pub fn cer(&self) -> f64 {
+        self.token_edits as f64 / self.tokens.max(1) as f64
+    }
+
+    /// Word error rate.
+    pub fn wer(&self) -> f64 {
+        self.word_edits as f64 / self.words.max(1) as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(probs: &[&[f32]]) -> Vec<f32> {
+        probs.iter().flat_map(|r| r.iter().map(|p| p.ln())).collect()
+    }
+
+    #[test]
+    fn greedy_merges_repeats_and_drops_blanks_with_spans() {
+        // blank 0; frames: a a _ a b b
+        let lp = rows(&[
+            &[0.1, 0.8, 0.1],
+            &[0.2, 0.6, 0.2],
+            &[0.9, 0.05, 0.05],
+            &[0.1, 0.7, 0.2],
+            &[0.1, 0.1, 0.8],
+            &[0.3, 0.1, 0.6],
+        ]);
+        let t = greedy(&lp, 3, 6, 0);
+        assert_eq!(t.iter().map(|t| (t.index, t.start, t.end)).collect::<Vec<_>>(), [(1, 0, 1), (1, 3, 3), (2, 4, 5)]);
+        assert!((t[0].confidence - 0.7).abs() < 1e-6 && (t[2].confidence - 0.7).abs() < 1e-6);
+        // Frames past the length are ignored.
+        assert_eq!(greedy(&lp, 3, 3, 0).len(), 1);
+    }
+
+    #[test]
+    fn beam_sums_alignments_where_greedy_cannot() {
+        // Two frames over {blank, a}: P(_ _) = 0.36 is the best single path (greedy: empty), but
+        // "a" has aa + a_ + _a = 0.16 + 0.24 + 0.24 = 0.64.
+        let lp = rows(&[&[0.6, 0.4], &[0.6, 0.4]]);
+        assert!(greedy(&lp, 2, 2, 0).is_empty());
+        let (best, logp) = beam(&lp, 2, 2, 0, 4);
+        assert_eq!(best, vec![1]);
+        assert!((logp.exp() - 0.64).abs() < 1e-5, "{}", logp.exp());
+        // "a a" needs a blank between: a _ a.
+        let lp = rows(&[&[0.1, 0.9], &[0.9, 0.1], &[0.1, 0.9]]);
+        assert_eq!(beam(&lp, 2, 3, 0, 4).0, vec![1, 1]);
+    }
+
+    #[test]
+    fn edit_distances_and_rates() {
+        assert_eq!(levenshtein(b"kitten", b"sitting"), 3);
+        assert_eq!(levenshtein::<u8>(b"", b"abc"), 3);
+        assert_eq!(levenshtein(b"abc", b"abc"), 0);
+        let mut c = ErrorCounts::default();
+        // "ab cd" vs reference "ab ce", separator 9.
+        c.add(&[1, 2, 9, 3, 4], &[1, 2, 9, 3, 5], Some(9));
+        assert_eq!((c.token_edits, c.tokens, c.word_edits, c.words), (1, 5, 1, 2));
+        assert!((c.normalized_levenshtein() - 0.8).abs() < 1e-12);
+        assert!((c.cer() - 0.2).abs() < 1e-12 && (c.wer() - 0.5).abs() < 1e-12);
+    }
+}
