@@ -40,6 +40,7 @@ pub mod pose;
 pub mod preprocess;
 pub mod sequence;
 pub mod synth;
+pub mod tokens;
 
 pub use error::{sweep_temp_files, write_atomic, DataError, Result};
 pub use sequence::{FeatureSequence, LandmarkSequence, Prepared, Sample};

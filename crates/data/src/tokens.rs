@@ -1,0 +1,145 @@
+//! Token vocabularies of continuous recognition (CTC): characters of fingerspelled phrases or
+//! glosses of signed sentences, mapped to model classes with class 0 the CTC blank.
+//!
+//! - characters: the ASL Fingerspelling `character_to_prediction_index.json` (`{"a": 0, …}`,
+//!   indices exactly `0..n`); a phrase is split into characters;
+//! - glosses: a text file with one gloss per line (blank lines and `#` comments skipped); a
+//!   sentence is split at whitespace.
+//!
+//! Token `i` of the file is class `i + 1`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{DataError, Result};
+
+/// The CTC blank's class.
+pub const BLANK: usize = 0;
+
+/// How a label text is split into tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    /// Every character (Unicode scalar) is a token.
+    Character,
+    /// Every whitespace-separated word is a token.
+    Gloss,
+}
+
+/// A token vocabulary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Vocabulary {
+    /// How texts are split.
+    pub unit: Unit,
+    /// Tokens; token `i` is class `i + 1`.
+    pub tokens: Vec<String>,
+    /// Where it was read from (for messages).
+    pub source: PathBuf,
+    lookup: HashMap<String, usize>,
+}
+
+impl Vocabulary {
+    /// A vocabulary of `tokens` (distinct) split by `unit`.
+    pub fn new(unit: Unit, tokens: Vec<String>, source: PathBuf) -> Result<Self> {
+        let mut lookup = HashMap::with_capacity(tokens.len());
+        for (i, t) in tokens.iter().enumerate() {
+            if t.is_empty() || (unit == Unit::Character && t.chars().count() != 1) {
+                return Err(DataError::invalid(&source, format!("token {i} `{t}` is not a single {unit:?}")));
+            }
+            if let Some(j) = lookup.insert(t.clone(), i + 1) {
+                return Err(DataError::invalid(
+                    &source,
+                    format!("token `{t}` appears twice (entries {} and {i})", j - 1),
+                ));
+            }
+        }
+        Ok(Self { unit, tokens, source, lookup })
+    }
+
+    /// Read a character map `{"a": 0, …}` (indices exactly `0..n`).
+    pub fn read_character_map(path: &Path) -> Result<Self> {
+        let labels = crate::index::read_label_map(path)?;
+        Self::new(Unit::Character, labels, path.to_path_buf())
+    }
+
+    /// Read a gloss list: one gloss per line, blank lines and `#` comments skipped.
+    pub fn read_gloss_list(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| DataError::io(path, e))?;
+        let tokens: Vec<String> =
+            text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(String::from).collect();
+        if let Some(bad) = tokens.iter().find(|t| t.split_whitespace().count() != 1) {
+            return Err(DataError::invalid(path, format!("gloss `{bad}` contains whitespace; one gloss per line")));
+        }
+        Self::new(Unit::Gloss, tokens, path.to_path_buf())
+    }
+
+    /// Classes including the blank.
+    pub fn classes(&self) -> usize {
+        self.tokens.len() + 1
+    }
+
+    /// The classes of `text`; an unknown token is an error naming it and where it is.
+    pub fn encode(&self, text: &str) -> std::result::Result<Vec<usize>, String> {
+        let find = |t: &str, at: usize| {
+            self.lookup.get(t).copied().ok_or_else(|| {
+                format!("`{t}` (position {at} of \"{text}\") is not in the vocabulary {}", self.source.display())
+            })
+        };
+        match self.unit {
+            Unit::Character => text.chars().enumerate().map(|(i, c)| find(&c.to_string(), i)).collect(),
+            Unit::Gloss => text.split_whitespace().enumerate().map(|(i, w)| find(w, i)).collect(),
+        }
+    }
+
+    /// The text of `classes` (the blank and unknown classes are skipped).
+    pub fn decode(&self, classes: &[usize]) -> String {
+        let tokens = classes.iter().filter_map(|&c| c.checked_sub(1).and_then(|i| self.tokens.get(i)));
+        match self.unit {
+            Unit::Character => tokens.map(String::as_str).collect(),
+            Unit::Gloss => tokens.map(String::as_str).collect::<Vec<_>>().join(" "),
+        }
+    }
+
+    /// The class of the word separator (a space character), for word error rates.
+    pub fn separator(&self) -> Option<usize> {
+        match self.unit {
+            Unit::Character => self.lookup.get(" ").copied(),
+            Unit::Gloss => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn characters_and_glosses_round_trip_and_unknowns_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let map = dir.path().join("character_to_prediction_index.json");
+        std::fs::write(&map, r#"{" ": 0, "a": 1, "b": 2, "3": 3}"#).unwrap();
+        let v = Vocabulary::read_character_map(&map).unwrap();
+        assert_eq!(v.classes(), 5);
+        assert_eq!(v.encode("ab 3").unwrap(), vec![2, 3, 1, 4]);
+        assert_eq!(v.decode(&[2, 3, 0, 1, 4, 99]), "ab 3");
+        assert_eq!(v.separator(), Some(1));
+        let err = v.encode("abc").unwrap_err();
+        assert!(
+            err.contains("`c` (position 2 of \"abc\")") && err.contains("character_to_prediction_index.json"),
+            "{err}"
+        );
+
+        let list = dir.path().join("glosses.txt");
+        std::fs::write(&list, "# vocabulary\nHELLO\n\nTHANK-YOU\nME\n").unwrap();
+        let g = Vocabulary::read_gloss_list(&list).unwrap();
+        assert_eq!(g.encode("ME  HELLO").unwrap(), vec![3, 1]);
+        assert_eq!(g.decode(&[1, 2]), "HELLO THANK-YOU");
+        assert!(g.encode("HELLO YOU").unwrap_err().contains("`YOU` (position 1"));
+        std::fs::write(&list, "HELLO\nHELLO\n").unwrap();
+        assert!(Vocabulary::read_gloss_list(&list).unwrap_err().to_string().contains("appears twice"));
+        std::fs::write(&map, r#"{"ab": 0}"#).unwrap();
+        assert!(Vocabulary::read_character_map(&map).unwrap_err().to_string().contains("not a single Character"));
+    }
+}
