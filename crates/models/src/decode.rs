@@ -58,53 +58,97 @@ fn log_add(a: f32, b: f32) -> f32 {
     hi + (lo - hi).exp().ln_1p()
 }
 
+/// Prefixes as nodes of a trie: a prefix is its node id, extended without copying.
+struct Trie {
+    /// (parent, token) of every node; node 0 is the empty prefix.
+    nodes: Vec<(usize, usize)>,
+    children: HashMap<(usize, usize), usize>,
+}
+
+impl Trie {
+    fn child(&mut self, parent: usize, token: usize) -> usize {
+        let next = self.nodes.len();
+        let id = *self.children.entry((parent, token)).or_insert(next);
+        if id == next {
+            self.nodes.push((parent, token));
+        }
+        id
+    }
+    fn last(&self, node: usize) -> Option<usize> {
+        (node != 0).then(|| self.nodes[node].1)
+    }
+    fn tokens(&self, mut node: usize) -> Vec<usize> {
+        let mut out = Vec::new();
+        while node != 0 {
+            out.push(self.nodes[node].1);
+            node = self.nodes[node].0;
+        }
+        out.reverse();
+        out
+    }
+}
+
 /// Prefix beam search over `[frames, classes]` log-probabilities (the first `length` frames real),
 /// keeping `width` prefixes per frame. Returns the best token sequence and its log-probability
 /// (summed over its alignments). `width = 1` is close to, but not the same as, greedy: it merges
 /// alignments of a prefix.
 pub fn beam(log_probs: &[f32], classes: usize, length: usize, blank: usize, width: usize) -> (Vec<usize>, f32) {
     let neg = f32::NEG_INFINITY;
-    // prefix -> (log p ending in blank, log p ending in its last token)
-    let mut beams: Vec<(Vec<usize>, (f32, f32))> = vec![(Vec::new(), (0.0, neg))];
+    let width = width.max(1);
+    let mut trie = Trie { nodes: vec![(0, usize::MAX)], children: HashMap::new() };
+    // (prefix node, log p ending in blank, log p ending in its last token)
+    let mut beams: Vec<(usize, f32, f32)> = vec![(0, 0.0, neg)];
+    let mut next: HashMap<usize, (f32, f32)> = HashMap::new();
+    let mut order: Vec<usize> = Vec::with_capacity(classes);
     let frames = length.min(log_probs.len() / classes.max(1));
     for t in 0..frames {
         let row = &log_probs[t * classes..(t + 1) * classes];
-        let mut next: HashMap<Vec<usize>, (f32, f32)> = HashMap::with_capacity(beams.len() * 4);
+        next.clear();
         // Only classes that can matter: the top `width + 1` of this frame, plus blank.
-        let mut order: Vec<usize> = (0..classes).collect();
-        order.sort_unstable_by(|&a, &b| row[b].total_cmp(&row[a]));
-        order.truncate((width + 1).min(classes));
+        order.clear();
+        order.extend(0..classes);
+        let keep = (width + 1).min(classes);
+        if keep < classes {
+            order.select_nth_unstable_by(keep - 1, |&a, &b| row[b].total_cmp(&row[a]));
+            order.truncate(keep);
+        }
         if !order.contains(&blank) {
             order.push(blank);
         }
-        for (prefix, (pb, pnb)) in &beams {
-            let total = log_add(*pb, *pnb);
+        for &(prefix, pb, pnb) in &beams {
+            let total = log_add(pb, pnb);
+            let last = trie.last(prefix);
             for &k in &order {
                 let p = row[k];
                 if k == blank {
-                    let e = next.entry(prefix.clone()).or_insert((neg, neg));
+                    let e = next.entry(prefix).or_insert((neg, neg));
                     e.0 = log_add(e.0, total + p);
                     continue;
                 }
-                let last = prefix.last().copied();
-                let mut extended = prefix.clone();
-                extended.push(k);
+                let extended = trie.child(prefix, k);
                 let e = next.entry(extended).or_insert((neg, neg));
                 // A repeat only extends after a blank; without one it stays the same prefix.
-                e.1 = log_add(e.1, if last == Some(k) { *pb + p } else { total + p });
+                e.1 = log_add(e.1, if last == Some(k) { pb + p } else { total + p });
                 if last == Some(k) {
-                    let same = next.entry(prefix.clone()).or_insert((neg, neg));
-                    same.1 = log_add(same.1, *pnb + p);
+                    let same = next.entry(prefix).or_insert((neg, neg));
+                    same.1 = log_add(same.1, pnb + p);
                 }
             }
         }
-        let mut all: Vec<(Vec<usize>, (f32, f32))> = next.into_iter().collect();
-        all.sort_unstable_by(|a, b| log_add(b.1 .0, b.1 .1).total_cmp(&log_add(a.1 .0, a.1 .1)).then(a.0.cmp(&b.0)));
-        all.truncate(width.max(1));
-        beams = all;
+        beams.clear();
+        beams.extend(next.iter().map(|(&n, &(b, nb))| (n, b, nb)));
+        let score = |b: &(usize, f32, f32)| log_add(b.1, b.2);
+        if beams.len() > width {
+            beams.select_nth_unstable_by(width - 1, |a, b| score(b).total_cmp(&score(a)).then(a.0.cmp(&b.0)));
+            beams.truncate(width);
+        }
     }
-    let (best, (pb, pnb)) = beams.into_iter().next().unwrap_or((Vec::new(), (0.0, neg)));
-    (best, log_add(pb, pnb))
+    let best = beams
+        .iter()
+        .max_by(|a, b| log_add(a.1, a.2).total_cmp(&log_add(b.1, b.2)).then(b.0.cmp(&a.0)))
+        .copied()
+        .unwrap_or((0, 0.0, neg));
+    (trie.tokens(best.0), log_add(best.1, best.2))
 }
 
 /// Edit distance (insertions, deletions, substitutions, each 1) between two sequences.
@@ -207,6 +251,43 @@ mod tests {
         // "a a" needs a blank between: a _ a.
         let lp = rows(&[&[0.1, 0.9], &[0.9, 0.1], &[0.1, 0.9]]);
         assert_eq!(beam(&lp, 2, 3, 0, 4).0, vec![1, 1]);
+    }
+
+    #[test]
+    fn a_wide_beam_finds_the_most_probable_labelling_with_its_exact_probability() {
+        // Every labelling of up to 5 tokens over {1, 2}, scored exactly by the CTC forward pass.
+        let (classes, frames) = (3, 5);
+        let mut x = 0x853c_49e6_748f_ea9bu64;
+        for _ in 0..20 {
+            let z: Vec<f64> = (0..frames * classes)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    (x >> 11) as f64 / (1u64 << 53) as f64 * 3.0
+                })
+                .collect();
+            let lp: Vec<f32> = z
+                .chunks(classes)
+                .flat_map(|r| {
+                    let lse = r.iter().map(|v| v.exp()).sum::<f64>().ln();
+                    r.iter().map(move |v| (v - lse) as f32).collect::<Vec<_>>()
+                })
+                .collect();
+            let mut best = (Vec::new(), f64::NEG_INFINITY);
+            for n in 0..=frames {
+                for bits in 0..1usize << n {
+                    let label: Vec<usize> = (0..n).map(|i| 1 + (bits >> i & 1)).collect();
+                    let logp = -crate::ctc::ctc_one(&lp, classes, frames, &label, 0).nll;
+                    if logp > best.1 {
+                        best = (label, logp);
+                    }
+                }
+            }
+            let (got, logp) = beam(&lp, classes, frames, 0, 64);
+            assert_eq!(got, best.0);
+            assert!((f64::from(logp) - best.1).abs() < 1e-4, "{logp} vs {}", best.1);
+        }
     }
 
     #[test]
