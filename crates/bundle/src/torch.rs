@@ -50,7 +50,6 @@ pub fn import_pytorch<B: Kernels>(model: SignModel<B>, path: &Path) -> Result<Si
     if !path.is_file() {
         return Err(BundleError::io(path, "no such file"));
     }
-    let mut model = model;
     let mut last_err = String::new();
     for key in [None, Some("state_dict"), Some("model_state_dict")] {
         let mut store = PytorchStore::from_file(path).skip_enum_variants(true);
@@ -64,8 +63,7 @@ pub fn import_pytorch<B: Kernels>(model: SignModel<B>, path: &Path) -> Result<Si
                 if !result.errors.is_empty() {
                     return Err(invalid(format!("tensors that do not fit the architecture: {:?}", result.errors)));
                 }
-                model = loaded;
-                return Ok(model);
+                return Ok(loaded);
             }
             Ok(Ok(_)) => last_err = "no tensor of the model found in it".into(),
             Ok(Err(e)) => last_err = e.to_string(),

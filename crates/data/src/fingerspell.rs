@@ -15,6 +15,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{write_atomic, DataError, Result};
+use crate::index::{column, csv_reader, records};
 use crate::islr::{cast, encode_batch, parquet_err, Codec};
 use crate::layout::{LandmarkType, NUM_LANDMARKS};
 use crate::sequence::LandmarkSequence;
@@ -46,33 +47,12 @@ pub struct PhraseEntry {
 /// Read `root/train.csv` of the fingerspelling layout.
 pub fn open(root: &Path) -> Result<Vec<PhraseEntry>> {
     let csv_path = root.join(TRAIN_CSV);
-    let mut rdr = csv::ReaderBuilder::new().from_path(&csv_path).map_err(|e| DataError::Csv {
-        path: csv_path.clone(),
-        line: 1,
-        message: e.to_string(),
-    })?;
-    let headers: Vec<String> = rdr
-        .headers()
-        .map_err(|e| DataError::Csv { path: csv_path.clone(), line: 1, message: e.to_string() })?
-        .iter()
-        .map(|h| h.trim().to_string())
-        .collect();
-    let col = |name: &str| {
-        headers.iter().position(|h| h == name).ok_or_else(|| DataError::MissingColumn {
-            path: csv_path.clone(),
-            column: name.into(),
-            found: headers.join(", "),
-        })
-    };
+    let (mut rdr, headers) = csv_reader(&csv_path)?;
+    let col = |name: &str| column(&csv_path, &headers, name);
     let (pc, sc, gc, tc) = (col("path")?, col("sequence_id")?, col("participant_id")?, col("phrase")?);
     let mut out = Vec::new();
-    for rec in rdr.records() {
-        let rec = rec.map_err(|e| DataError::Csv {
-            path: csv_path.clone(),
-            line: e.position().map(|p| p.line() as usize).unwrap_or(0),
-            message: e.to_string(),
-        })?;
-        let line = rec.position().map(|p| p.line() as usize).unwrap_or(0);
+    for rec in records(&csv_path, &mut rdr) {
+        let (line, rec) = rec?;
         let field = |i: usize| rec.get(i).unwrap_or_default().trim();
         let sequence_id = field(sc).parse::<i64>().map_err(|_| DataError::Csv {
             path: csv_path.clone(),

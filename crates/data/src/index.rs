@@ -113,7 +113,8 @@ pub fn open(root: &Path) -> Result<DatasetIndex> {
     }
 }
 
-fn csv_reader(path: &Path) -> Result<(csv::Reader<std::fs::File>, Vec<String>)> {
+/// A CSV file's reader and its trimmed headers; errors name the file and line 1.
+pub(crate) fn csv_reader(path: &Path) -> Result<(csv::Reader<std::fs::File>, Vec<String>)> {
     let mut rdr = csv::ReaderBuilder::new().flexible(false).from_path(path).map_err(|e| DataError::Csv {
         path: path.to_path_buf(),
         line: 1,
@@ -128,7 +129,8 @@ fn csv_reader(path: &Path) -> Result<(csv::Reader<std::fs::File>, Vec<String>)> 
     Ok((rdr, headers))
 }
 
-fn column(path: &Path, headers: &[String], name: &str) -> Result<usize> {
+/// The position of column `name`, or an error listing the columns there are.
+pub(crate) fn column(path: &Path, headers: &[String], name: &str) -> Result<usize> {
     headers.iter().position(|h| h == name).ok_or_else(|| DataError::MissingColumn {
         path: path.to_path_buf(),
         column: name.into(),
@@ -136,7 +138,8 @@ fn column(path: &Path, headers: &[String], name: &str) -> Result<usize> {
     })
 }
 
-fn records<'a>(
+/// The records with their line numbers; errors name the file and line.
+pub(crate) fn records<'a>(
     path: &Path,
     rdr: &'a mut csv::Reader<std::fs::File>,
 ) -> impl Iterator<Item = Result<(usize, csv::StringRecord)>> + 'a {

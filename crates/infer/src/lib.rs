@@ -336,11 +336,7 @@ impl Predictor {
     /// Read one sequence file (`.parquet` in the ISLR layout, `.npy`, `.npz` or `.pose`, the
     /// latter mapped with the model's preprocessing); errors name the file.
     pub fn read_file(&self, path: &Path) -> Result<Sample> {
-        let format = data::index::Format::from_extension(path).ok_or_else(|| InferError::File {
-            path: path.into(),
-            message: format!("expected a {} file", data::index::Format::EXTENSIONS),
-        })?;
-        self.read_format(format, path)
+        self.read_format(format_of(path)?, path)
     }
 
     /// Read a sequence file of a known format; errors name the file.
@@ -350,11 +346,7 @@ impl Predictor {
 
     /// Read one sequence file (see [`Predictor::read_file`]) and prepare it; errors name the file.
     pub fn prepare_file(&self, path: &Path) -> Result<Prepared> {
-        let format = data::index::Format::from_extension(path).ok_or_else(|| InferError::File {
-            path: path.into(),
-            message: format!("expected a {} file", data::index::Format::EXTENSIONS),
-        })?;
-        self.prepare_read(format, path)
+        self.prepare_read(format_of(path)?, path)
     }
 
     /// Read a sequence file of a known format and prepare it; errors name the file.
@@ -477,6 +469,14 @@ pub(crate) type Chunk = Vec<(usize, Result<Prepared>)>;
 
 /// Move a chunk's prepared windows out, in order, and keep per position its error, or `None`
 /// where the next window belongs (no copy of the window data).
+/// The sequence format of `path` by its extension; an error naming the file otherwise.
+fn format_of(path: &Path) -> Result<data::index::Format> {
+    data::index::Format::from_extension(path).ok_or_else(|| InferError::File {
+        path: path.into(),
+        message: format!("expected a {} file", data::index::Format::EXTENSIONS),
+    })
+}
+
 pub(crate) fn take_windows(chunk: Chunk) -> (Vec<Prepared>, Vec<(usize, Option<InferError>)>) {
     let mut windows = Vec::with_capacity(chunk.len());
     let outcomes = chunk
