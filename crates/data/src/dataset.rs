@@ -34,6 +34,8 @@ pub struct Item {
     pub group: String,
     /// The file it came from.
     pub path: PathBuf,
+    /// Continuous datasets: the token classes (empty for classification).
+    pub tokens: Vec<usize>,
 }
 
 /// A loaded dataset, ready for batching.
@@ -49,6 +51,8 @@ pub struct SignDataset {
     pub skipped: Vec<(PathBuf, String)>,
     /// Whether the items came from the cache.
     pub from_cache: bool,
+    /// `Some(unit)` for a continuous (CTC) dataset ([`DatasetIndex::continuous`]).
+    pub continuous: Option<crate::tokens::Unit>,
 }
 
 /// How to load a dataset.
@@ -99,6 +103,7 @@ impl SignDataset {
                 match read_cache(path, key) {
                     Ok(mut ds) => {
                         ds.labels = index.labels.clone();
+                        ds.continuous = index.continuous;
                         tracing::info!(
                             "loaded {} preprocessed sequences from cache {}",
                             ds.items.len(),
@@ -186,6 +191,7 @@ impl SignDataset {
                     label: entry.label,
                     group: entry.group.clone(),
                     path: entry.path.clone(),
+                    tokens: entry.tokens.clone(),
                 }),
                 Err(e) => {
                     if opts.on_error == OnError::Fail {
@@ -204,7 +210,14 @@ impl SignDataset {
         }
         let (is_landmarks, width, _) = expected.expect("at least one item");
         let features = pre.output_features(is_landmarks, width);
-        Ok(SignDataset { labels: index.labels.clone(), items, features, skipped, from_cache: false })
+        Ok(SignDataset {
+            labels: index.labels.clone(),
+            items,
+            features,
+            skipped,
+            from_cache: false,
+            continuous: index.continuous,
+        })
     }
 
     /// Number of classes.
@@ -246,6 +259,9 @@ fn cache_key(index: &DatasetIndex, pre: &Preprocessor) -> u64 {
         h.write(e.path.to_string_lossy().as_bytes());
         h.write(&e.label.to_le_bytes());
         h.write(e.group.as_bytes());
+        for t in &e.tokens {
+            h.write(&t.to_le_bytes());
+        }
         if let Ok(m) = std::fs::metadata(&e.path) {
             h.write(&m.len().to_le_bytes());
             if let Ok(t) = m.modified().map(|t| t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default()) {
@@ -287,6 +303,8 @@ struct CacheItem {
     width: usize,
     frame_ids: Vec<i32>,
     values: usize,
+    #[serde(default)]
+    tokens: Vec<usize>,
 }
 
 fn write_cache(path: &Path, key: u64, ds: &SignDataset) -> Result<()> {
@@ -308,6 +326,7 @@ fn write_cache(path: &Path, key: u64, ds: &SignDataset) -> Result<()> {
             width,
             frame_ids,
             values: values.len(),
+            tokens: it.tokens.clone(),
         });
     }
     let meta = serde_json::to_vec(&CacheMeta { key, features: ds.features, skipped: ds.skipped.clone(), items })
@@ -345,9 +364,16 @@ fn read_cache(path: &Path, key: u64) -> Result<SignDataset> {
         } else {
             Sample::Features(FeatureSequence { features: ci.width, data: values })
         };
-        items.push(Item { sample, label: ci.label, group: ci.group, path: ci.path });
+        items.push(Item { sample, label: ci.label, group: ci.group, path: ci.path, tokens: ci.tokens });
     }
-    Ok(SignDataset { labels: Vec::new(), items, features: meta.features, skipped: meta.skipped, from_cache: true })
+    Ok(SignDataset {
+        labels: Vec::new(),
+        items,
+        features: meta.features,
+        skipped: meta.skipped,
+        from_cache: true,
+        continuous: None,
+    })
 }
 
 /// A subset of a loaded dataset (e.g. the training split) as a Burn [`burn_dataset::Dataset`],

@@ -5,7 +5,10 @@
 //!   + one parquet per sequence;
 //! - files: `labels.csv` (`file, label[, group]`) + one `.npy`, `.npz` or `.pose` file per
 //!   sequence (one kind per dataset); the label map is `sign_to_prediction_index_map.json` if
-//!   present, else the sorted distinct labels.
+//!   present, else the sorted distinct labels. With a `tokens` column instead of `label` the
+//!   dataset is continuous (CTC): each row's text is split into tokens by the vocabulary in the
+//!   directory, `vocabulary.txt` (glosses, whitespace-separated) or
+//!   `character_to_prediction_index.json` (characters).
 //!
 //! The ASL Fingerspelling layout (`train.csv` with a `phrase` column) is read by
 //! [`crate::fingerspell`].
@@ -16,6 +19,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{DataError, Result};
+use crate::tokens::{Unit, Vocabulary};
 
 /// The ISLR layout's sequence list.
 pub const ISLR_CSV: &str = "train.csv";
@@ -63,6 +67,10 @@ pub struct Entry {
     pub label: usize,
     /// Signer / participant; splits keep a group on one side.
     pub group: String,
+    /// Continuous datasets: the token classes of the sequence (class 0 is the CTC blank, never
+    /// here); empty for classification.
+    #[serde(default)]
+    pub tokens: Vec<usize>,
 }
 
 /// A dataset's sequence list.
@@ -72,10 +80,53 @@ pub struct DatasetIndex {
     pub root: PathBuf,
     /// Its layout.
     pub format: Format,
-    /// Class names, index = label.
+    /// Class names, index = label; for a continuous dataset the blank (`<blank>`) then the
+    /// vocabulary's tokens.
     pub labels: Vec<String>,
     /// Every sequence.
     pub entries: Vec<Entry>,
+    /// `Some(unit)` for a continuous-recognition (CTC) dataset: entries carry token sequences
+    /// split by `unit`; `None` for sign classification.
+    #[serde(default)]
+    pub continuous: Option<Unit>,
+}
+
+/// The label name of the CTC blank (class 0) in a continuous dataset's `labels`.
+pub const BLANK_LABEL: &str = "<blank>";
+
+/// A gloss vocabulary file in a continuous npy-layout dataset (one gloss per line).
+pub const GLOSS_LIST: &str = "vocabulary.txt";
+
+/// A character vocabulary file (ASL Fingerspelling's name).
+pub const CHARACTER_MAP: &str = "character_to_prediction_index.json";
+
+impl DatasetIndex {
+    /// The token vocabulary of a continuous dataset (`None` for classification).
+    pub fn vocabulary(&self) -> Option<Vocabulary> {
+        vocabulary_of(&self.labels, self.continuous, &self.root)
+    }
+}
+
+/// The vocabulary behind continuous `labels` (`<blank>` first), split by `unit`.
+pub fn vocabulary_of(labels: &[String], unit: Option<Unit>, root: &Path) -> Option<Vocabulary> {
+    let unit = unit?;
+    Vocabulary::new(unit, labels.iter().skip(1).cloned().collect(), root.to_path_buf()).ok()
+}
+
+/// The vocabulary file of a continuous dataset at `root`: `vocabulary.txt` (glosses) or
+/// `character_to_prediction_index.json` (characters).
+pub fn read_vocabulary(root: &Path) -> Result<Vocabulary> {
+    let (glosses, chars) = (root.join(GLOSS_LIST), root.join(CHARACTER_MAP));
+    if glosses.is_file() {
+        Vocabulary::read_gloss_list(&glosses)
+    } else if chars.is_file() {
+        Vocabulary::read_character_map(&chars)
+    } else {
+        Err(DataError::invalid(
+            root,
+            format!("a `tokens` column needs a vocabulary: expected `{GLOSS_LIST}` (one gloss per line) or `{CHARACTER_MAP}` in this directory"),
+        ))
+    }
 }
 
 /// Read a label map `{"sign": index}`; indices must be exactly `0..n`.
@@ -182,15 +233,23 @@ fn read_islr(root: &Path) -> Result<DatasetIndex> {
             path: root.join(rec.get(pc).unwrap_or_default().trim()),
             label,
             group: rec.get(gc).unwrap_or_default().trim().to_string(),
+            tokens: Vec::new(),
         });
     }
-    Ok(DatasetIndex { root: root.to_path_buf(), format: Format::Islr, labels, entries })
+    Ok(DatasetIndex { root: root.to_path_buf(), format: Format::Islr, labels, entries, continuous: None })
 }
 
 fn read_npy_dir(root: &Path) -> Result<DatasetIndex> {
     let csv_path = root.join(NPY_CSV);
     let (mut rdr, headers) = csv_reader(&csv_path)?;
-    let (fc, lc) = (column(&csv_path, &headers, "file")?, column(&csv_path, &headers, "label")?);
+    let fc = column(&csv_path, &headers, "file")?;
+    // A `tokens` column (and no `label`) makes a continuous dataset: token sequences per file.
+    let vocabulary = if headers.iter().any(|h| h == "tokens") && !headers.iter().any(|h| h == "label") {
+        Some(read_vocabulary(root)?)
+    } else {
+        None
+    };
+    let lc = column(&csv_path, &headers, if vocabulary.is_some() { "tokens" } else { "label" })?;
     let gc = headers.iter().position(|h| h == "group");
     let mut rows = Vec::new();
     for rec in records(&csv_path, &mut rdr) {
@@ -220,6 +279,25 @@ fn read_npy_dir(root: &Path) -> Result<DatasetIndex> {
             message: format!("`{file}`: every file of a dataset must be of one kind, like the first ({format:?})"),
         });
     }
+    if let Some(vocabulary) = vocabulary {
+        let mut entries = Vec::with_capacity(rows.len());
+        for (line, file, text, group) in rows {
+            let tokens = vocabulary.encode(&text).map_err(|message| DataError::Csv {
+                path: csv_path.clone(),
+                line,
+                message: format!("column `tokens`: {message}"),
+            })?;
+            entries.push(Entry { path: root.join(file), label: 0, group, tokens });
+        }
+        let labels = std::iter::once(BLANK_LABEL.to_string()).chain(vocabulary.tokens.iter().cloned()).collect();
+        return Ok(DatasetIndex {
+            root: root.to_path_buf(),
+            format,
+            labels,
+            entries,
+            continuous: Some(vocabulary.unit),
+        });
+    }
     let map_path = root.join(LABEL_MAP);
     let labels = if map_path.is_file() {
         read_label_map(&map_path)?
@@ -237,9 +315,9 @@ fn read_npy_dir(root: &Path) -> Result<DatasetIndex> {
             line,
             label: label.clone(),
         })?;
-        entries.push(Entry { path: root.join(file), label: idx, group });
+        entries.push(Entry { path: root.join(file), label: idx, group, tokens: Vec::new() });
     }
-    Ok(DatasetIndex { root: root.to_path_buf(), format, labels, entries })
+    Ok(DatasetIndex { root: root.to_path_buf(), format, labels, entries, continuous: None })
 }
 
 impl DatasetIndex {

@@ -9,7 +9,9 @@
 //! - [`preprocess`]: landmark subsets, normalization, NaN handling, time differences, windows
 //!   with a padding mask (one [`preprocess::PreprocessConfig`] shared by trainer and infer);
 //! - [`augment`]: flip with left/right swap, affine, speed, temporal mask, cutout; seeded;
-//! - [`synth`]: a synthetic sign generator writing the ISLR layout;
+//! - [`synth`]: a synthetic sign generator writing the ISLR layout; [`sentences`]: synthetic
+//!   continuous signing (sentences of those signs, gloss labels) for CTC;
+//! - [`tokens`]: token vocabularies of continuous recognition (characters, glosses);
 //! - [`dataset`] and [`loader`]: parallel loading with a preprocessed cache, group (signer)
 //!   splits, and prefetching batch loaders producing Burn tensors.
 //!
@@ -38,6 +40,7 @@ pub mod mutate;
 pub mod npy;
 pub mod pose;
 pub mod preprocess;
+pub mod sentences;
 pub mod sequence;
 pub mod synth;
 pub mod tokens;

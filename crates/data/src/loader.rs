@@ -34,6 +34,8 @@ pub struct HostBatch {
     pub pad_mask: Vec<bool>,
     /// `[batch]` class indices.
     pub labels: Vec<i64>,
+    /// Continuous datasets: each sequence's token classes (empty for classification).
+    pub targets: Vec<Vec<usize>>,
     /// Positions of the items in the dataset, in batch order.
     pub indices: Vec<usize>,
 }
@@ -47,11 +49,21 @@ pub struct SignBatch<B: Backend> {
     pub pad_mask: Tensor<B, 2, Bool>,
     /// `[batch]` class indices.
     pub labels: Tensor<B, 1, Int>,
+    /// Continuous datasets: each sequence's token classes (host side: the CTC loss runs there).
+    pub targets: Vec<Vec<usize>>,
+    /// Valid (non-padding) frames of each sequence.
+    pub lengths: Vec<usize>,
 }
 
 impl HostBatch {
-    /// Stack prepared windows (all the same shape) with their labels.
-    pub fn from_prepared(prepared: &[Prepared], labels: &[usize], indices: Vec<usize>) -> Self {
+    /// Stack prepared windows (all the same shape) with their labels and token sequences
+    /// (`targets`: one per window, empty for classification).
+    pub fn from_prepared(
+        prepared: &[Prepared],
+        labels: &[usize],
+        targets: Vec<Vec<usize>>,
+        indices: Vec<usize>,
+    ) -> Self {
         let (window, features) = prepared.first().map(|p| (p.window, p.features)).unwrap_or((0, 0));
         let mut inputs = Vec::with_capacity(prepared.len() * window * features);
         let mut pad_mask = Vec::with_capacity(prepared.len() * window);
@@ -67,8 +79,14 @@ impl HostBatch {
             inputs,
             pad_mask,
             labels: labels.iter().map(|&l| l as i64).collect(),
+            targets,
             indices,
         }
+    }
+
+    /// Valid (non-padding) frames of each sequence.
+    pub fn lengths(&self) -> Vec<usize> {
+        self.pad_mask.chunks(self.window.max(1)).take(self.batch).map(|m| m.iter().filter(|p| !**p).count()).collect()
     }
 
     /// Copy the batch to `device`.
@@ -80,6 +98,8 @@ impl HostBatch {
             ),
             pad_mask: Tensor::from_data(TensorData::new(self.pad_mask.clone(), [self.batch, self.window]), device),
             labels: Tensor::from_data(TensorData::new(self.labels.clone(), [self.batch]), device),
+            targets: self.targets.clone(),
+            lengths: self.lengths(),
         }
     }
 }
@@ -127,9 +147,14 @@ impl ItemBatcher {
 
     /// Prepare each item with its RNG key `(epoch, index)` and stack them into one batch.
     fn stack_keyed<'a>(&self, keyed: impl Iterator<Item = (&'a Item, u64, u64)>, indices: Vec<usize>) -> HostBatch {
-        let (prepared, labels): (Vec<Prepared>, Vec<usize>) =
-            keyed.map(|(item, epoch, index)| (self.prepare_keyed(item, epoch, index), item.label)).unzip();
-        HostBatch::from_prepared(&prepared, &labels, indices)
+        let mut targets = Vec::with_capacity(indices.len());
+        let (prepared, labels): (Vec<Prepared>, Vec<usize>) = keyed
+            .map(|(item, epoch, index)| {
+                targets.push(item.tokens.clone());
+                (self.prepare_keyed(item, epoch, index), item.label)
+            })
+            .unzip();
+        HostBatch::from_prepared(&prepared, &labels, targets, indices)
     }
 
     /// Batch items taken from anywhere (e.g. a Burn `Dataset`), without augmentation randomness

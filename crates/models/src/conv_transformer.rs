@@ -188,6 +188,26 @@ impl<B: Kernels> ConvTransformer<B> {
     /// - x: `[batch, time, features]`, pad_mask: `[batch, time]` (true = pad)
     /// - output: logits `[batch, classes]`
     pub fn forward(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 2> {
+        let h = self.encode(x, pad_mask.clone());
+        let pooled = masked_mean(h, pad_mask);
+        let pooled = if self.late_dropout_enabled { self.late_dropout.forward(pooled) } else { pooled };
+        self.classifier.forward(pooled)
+    }
+
+    /// The per-frame head: `top` and the classifier on every frame (no pooling, stride 1; late
+    /// dropout per frame once enabled).
+    ///
+    /// # Shapes
+    /// - x: `[batch, time, features]`, pad_mask: `[batch, time]` (true = pad)
+    /// - output: logits `[batch, time, classes]`
+    pub fn forward_frames(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
+        let h = self.encode(x, pad_mask);
+        let h = if self.late_dropout_enabled { self.late_dropout.forward(h) } else { h };
+        linear_rows(&self.classifier, h)
+    }
+
+    /// Stem, stages and `top`: `[batch, time, features] -> [batch, time, 2 dim]`.
+    fn encode(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
         let mut x = self.stem_norm.forward(linear_rows(&self.stem, x));
         for (stage, transformer) in self.transformer_blocks.iter().enumerate() {
             let start = stage * self.conv_blocks_per_stage;
@@ -196,8 +216,6 @@ impl<B: Kernels> ConvTransformer<B> {
             }
             x = transformer.forward(x, pad_mask.clone());
         }
-        let pooled = masked_mean(linear_rows(&self.top, x), pad_mask);
-        let pooled = if self.late_dropout_enabled { self.late_dropout.forward(pooled) } else { pooled };
-        self.classifier.forward(pooled)
+        linear_rows(&self.top, x)
     }
 }

@@ -132,6 +132,21 @@ pub fn ctc_loss<B: AutodiffBackend>(
     reduction: Reduction,
     zero_infinity: bool,
 ) -> (Tensor<B, 1>, Vec<f64>) {
+    let (loss, nll, _) = ctc_loss_with_log_probs(logits, lengths, targets, blank, reduction, zero_infinity);
+    (loss, nll)
+}
+
+/// [`ctc_loss`], also returning the host copy of the log-probabilities (`[batch, frames,
+/// classes]`, row-major) it computed the loss from, so a caller can decode without a second
+/// read from the device.
+pub fn ctc_loss_with_log_probs<B: AutodiffBackend>(
+    logits: Tensor<B, 3>,
+    lengths: &[usize],
+    targets: &[Vec<usize>],
+    blank: usize,
+    reduction: Reduction,
+    zero_infinity: bool,
+) -> (Tensor<B, 1>, Vec<f64>, Vec<f32>) {
     let [batch, frames, classes] = logits.dims();
     let device = logits.device();
     let logits = logits.cast(burn::tensor::DType::F32);
@@ -163,7 +178,7 @@ pub fn ctc_loss<B: AutodiffBackend>(
     // sum(logits * g) has gradient g; shifting it by a constant to the loss value keeps that.
     let surrogate = (logits * g).sum();
     let offset = total as f32 - surrogate.clone().detach().into_scalar().to_f32();
-    (surrogate.add_scalar(offset), outputs.iter().map(|o| o.nll).collect())
+    (surrogate.add_scalar(offset), outputs.iter().map(|o| o.nll).collect(), host)
 }
 
 #[cfg(test)]

@@ -9,6 +9,53 @@
 
 use std::collections::HashMap;
 
+use serde::{Deserialize, Serialize};
+
+/// Which CTC decoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decoder {
+    /// Best class per frame ([`greedy`]).
+    Greedy,
+    /// Prefix beam search ([`beam`]).
+    Beam,
+}
+
+/// The `[ctc]` decoding settings shared by validation, `infer` and the model card.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DecodeConfig {
+    /// The decoder of predictions (validation reports both).
+    pub decoder: Decoder,
+    /// Prefixes kept per frame by the beam search.
+    pub beam_width: usize,
+}
+
+impl Default for DecodeConfig {
+    fn default() -> Self {
+        Self { decoder: Decoder::Beam, beam_width: 8 }
+    }
+}
+
+impl DecodeConfig {
+    /// Range checks (`Err((key, message))`).
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        if !(1..=1024).contains(&self.beam_width) {
+            return Err(("ctc.beam_width".into(), format!("must be in 1..=1024, got {}", self.beam_width)));
+        }
+        Ok(())
+    }
+
+    /// The tokens of one sequence's `[frames, classes]` log-probabilities (first `length`
+    /// frames real) with this decoder.
+    pub fn decode(&self, log_probs: &[f32], classes: usize, length: usize, blank: usize) -> Vec<usize> {
+        match self.decoder {
+            Decoder::Greedy => greedy(log_probs, classes, length, blank).into_iter().map(|t| t.index).collect(),
+            Decoder::Beam => beam(log_probs, classes, length, blank, self.beam_width).0,
+        }
+    }
+}
+
 /// A decoded token with where and how sure.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Token {

@@ -10,7 +10,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, FloatDType, Int, Tensor};
 use serde::{Deserialize, Serialize};
 
-use crate::common::masked_mean;
+use crate::common::{linear_rows, masked_mean};
 
 /// The bidirectional GRU baseline's sizes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -76,6 +76,23 @@ impl<B: Kernels> SignGru<B> {
     /// - x: `[batch, time, features]`, pad_mask: `[batch, time]` (true = pad)
     /// - output: logits `[batch, classes]`
     pub fn forward(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 2> {
+        let h = self.encode(x, pad_mask.clone());
+        self.classifier.forward(self.dropout.forward(masked_mean(h, pad_mask)))
+    }
+
+    /// The per-frame head: the classifier on both directions' states at every frame (no
+    /// pooling, stride 1).
+    ///
+    /// # Shapes
+    /// - x: `[batch, time, features]`, pad_mask: `[batch, time]` (true = pad)
+    /// - output: logits `[batch, time, classes]`
+    pub fn forward_frames(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
+        let h = self.encode(x, pad_mask);
+        linear_rows(&self.classifier, self.dropout.forward(h))
+    }
+
+    /// Embedding and both GRU directions: `[batch, time, features] -> [batch, time, 2 hidden]`.
+    fn encode(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
         let h = self.embed.forward(x);
         let dtype = h.dtype();
         // The recurrence runs in f32 (GRU weights stay f32 under mixed precision, see
@@ -85,7 +102,6 @@ impl<B: Kernels> SignGru<B> {
         let fwd = self.forward_gru.forward(h.clone(), None);
         let index = reverse_within_length(pad_mask.clone()).reshape([b, t, 1]).expand([b, t, c]);
         let bwd = self.backward_gru.forward(h.gather(1, index.clone()), None).gather(1, index);
-        let pooled = masked_mean(Tensor::cat(vec![fwd, bwd], 2).cast(dtype), pad_mask);
-        self.classifier.forward(self.dropout.forward(pooled))
+        Tensor::cat(vec![fwd, bwd], 2).cast(dtype)
     }
 }

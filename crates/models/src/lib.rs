@@ -1,7 +1,9 @@
 //! # SignFlow models
 //!
 //! Sign-language architectures, all `forward(x [B, T, F], pad_mask [B, T]) -> logits [B, C]`
-//! with `pad_mask` true on padding frames, all invariant to padding appended after a sequence:
+//! with `pad_mask` true on padding frames, all invariant to padding appended after a sequence,
+//! and all with a per-frame head for continuous recognition (`forward_frames -> [B, T, C]`, the
+//! same classifier at every frame, no pooling, no temporal stride; [`ctc`], [`decode`]):
 //! - [`conv_transformer`]: the 1st-place Google ISLR design (causal depthwise conv + ECA +
 //!   transformer blocks, drop-path, late dropout); 1,784,152 trainable parameters at reference size
 //!   (1,790,680 counting BatchNorm running statistics, as Keras and `Module::num_params` do);
@@ -86,6 +88,18 @@ pub enum ModelError {
         /// What was expected.
         message: String,
     },
+}
+
+/// What a model is trained to output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Task {
+    /// One sign per sequence: pooled logits `[batch, classes]`, cross-entropy.
+    #[default]
+    Classification,
+    /// Continuous recognition: per-frame logits `[batch, time, classes]` (class 0 the blank),
+    /// CTC loss, greedy or beam decoding ([`ctc`], [`decode`]).
+    Ctc,
 }
 
 /// The most frames a transformer's positional table may cover.
@@ -226,6 +240,21 @@ impl<B: Kernels> SignModel<B> {
             Self::ConvTransformer(m) => m.forward(x, pad_mask),
             Self::Transformer(m) => m.forward(x, pad_mask),
             Self::Gru(m) => m.forward(x, pad_mask),
+        }
+    }
+
+    /// Per-frame logits for continuous recognition (CTC): every architecture's encoder with its
+    /// classifier applied at each frame instead of after pooling. No temporal stride: output frame
+    /// `t` is input frame `t`, and frames before a sequence's padding do not depend on it.
+    ///
+    /// # Shapes
+    /// - x: `[batch, time, features]`, pad_mask: `[batch, time]` (true = pad)
+    /// - output: logits `[batch, time, classes]`
+    pub fn forward_frames(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
+        match self {
+            Self::ConvTransformer(m) => m.forward_frames(x, pad_mask),
+            Self::Transformer(m) => m.forward_frames(x, pad_mask),
+            Self::Gru(m) => m.forward_frames(x, pad_mask),
         }
     }
 

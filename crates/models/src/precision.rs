@@ -115,6 +115,19 @@ impl<B: Kernels> ComputeModel<B> {
         self.model.forward(inputs.cast(self.dtype), pad_mask).cast(FloatDType::F32)
     }
 
+    /// Per-frame logits in f32 ([`SignModel::forward_frames`]).
+    ///
+    /// # Shapes
+    /// - `inputs`: `[batch, frames, features]` (f32; cast here)
+    /// - `pad_mask`: `[batch, frames]`, true = padding
+    /// - output: `[batch, frames, classes]`, f32
+    pub fn forward_frames(&self, inputs: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
+        if self.dtype == FloatDType::F32 {
+            return self.model.forward_frames(inputs, pad_mask);
+        }
+        self.model.forward_frames(inputs.cast(self.dtype), pad_mask).cast(FloatDType::F32)
+    }
+
     /// [`ComputeModel::forward`] after checking the shapes (no device work before the check).
     pub fn try_forward(&self, inputs: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Result<Tensor<B, 2>, ModelError> {
         self.model.check_input(inputs.dims(), pad_mask.dims())?;

@@ -82,6 +82,22 @@ impl<B: Kernels> SignTransformer<B> {
     /// - x: `[batch, time, features]`, pad_mask: `[batch, time]` (true = pad)
     /// - output: logits `[batch, classes]`
     pub fn forward(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 2> {
+        let h = self.encode(x, pad_mask.clone());
+        self.classifier.forward(self.dropout.forward(masked_mean(h, pad_mask)))
+    }
+
+    /// The per-frame head: the classifier on every frame's encoding (no pooling, stride 1).
+    ///
+    /// # Shapes
+    /// - x: `[batch, time, features]`, pad_mask: `[batch, time]` (true = pad)
+    /// - output: logits `[batch, time, classes]`
+    pub fn forward_frames(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
+        let h = self.encode(x, pad_mask);
+        linear_rows(&self.classifier, self.dropout.forward(h))
+    }
+
+    /// Embedding, positions and the encoder layers: `[batch, time, features] -> [batch, time, dim]`.
+    fn encode(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
         let h = linear_rows(&self.embed, x);
         let [_, t, _] = h.dims();
         // Burn's PositionalEncoding adds its f32 table as is; cast it to the activations' dtype so
@@ -94,7 +110,7 @@ impl<B: Kernels> SignTransformer<B> {
         for layer in &self.encoder.layers {
             h = encoder_layer(layer, h, key_bias.clone());
         }
-        self.classifier.forward(self.dropout.forward(masked_mean(h, pad_mask)))
+        h
     }
 }
 

@@ -758,6 +758,36 @@ fn ctc_loss_and_gradient_equal_pytorch_and_burn_nn() {
 }
 
 #[test]
+fn per_frame_logits_do_not_change_when_padding_is_appended() {
+    // The CTC head: every valid frame's logits are the same whatever padding follows the
+    // sequence and whatever else is in the batch; shapes keep time (no stride).
+    for cfg in small_configs() {
+        let model = cfg.init::<B>(12, 7, &dev());
+        let x = Tensor::<B, 3>::random([1, 10, 12], Distribution::Normal(0.0, 1.0), &dev());
+        let base = values(model.forward_frames(x.clone(), mask(&[10], 10)));
+        assert_eq!(base.len(), 10 * 7);
+        for pad in [1, 6, 30] {
+            let junk = Tensor::<B, 3>::random([1, pad, 12], Distribution::Normal(5.0, 3.0), &dev());
+            let out = model.forward_frames(Tensor::cat(vec![x.clone(), junk], 1), mask(&[10], 10 + pad));
+            assert_eq!(out.dims(), [1, 10 + pad, 7], "{}", cfg.kind());
+            let out = values(out);
+            let diff = base.iter().zip(&out[..10 * 7]).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+            assert!(diff < 1e-4, "{}: padding {pad} changed per-frame logits by {diff}", cfg.kind());
+        }
+        let other = Tensor::<B, 3>::random([1, 16, 12], Distribution::Normal(0.0, 1.0), &dev());
+        let short = Tensor::cat(vec![x.clone(), Tensor::zeros([1, 6, 12], &dev())], 1);
+        let both = values(model.forward_frames(Tensor::cat(vec![short, other], 0), mask(&[10, 16], 16)));
+        let diff = base.iter().zip(&both[..10 * 7]).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        assert!(diff < 1e-4, "{}: batching changed per-frame logits by {diff}", cfg.kind());
+        // The pooled head and the per-frame head share the classifier: the per-frame output is
+        // not a constant (it varies over time).
+        let first = &base[..7];
+        let last = &base[9 * 7..];
+        assert!(first.iter().zip(last).any(|(a, b)| (a - b).abs() > 1e-4), "{}: frames alike", cfg.kind());
+    }
+}
+
+#[test]
 fn ctc_outputs_ignore_padding_frames() {
     // The per-frame head's loss and gradient of a sequence do not depend on frames past its
     // length, whatever they hold.

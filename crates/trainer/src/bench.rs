@@ -10,7 +10,6 @@
 use std::time::Instant;
 
 use burn::module::{AutodiffModule, Module};
-use burn::nn::loss::CrossEntropyLossConfig;
 use burn::prelude::Backend;
 use burn::tensor::{Bool, Distribution, Int, Tensor, TensorData};
 use data::loader::SignBatch;
@@ -19,6 +18,7 @@ use models::SignModel;
 use serde::Serialize;
 
 use crate::config::ExperimentConfig;
+use crate::objective::Objective;
 use crate::optim::Optim;
 use crate::profile::{Phase, Profiler};
 use crate::resolve::ResolvedCompute;
@@ -191,9 +191,11 @@ pub fn time_train_steps(cfg: &ExperimentConfig, compute: &ResolvedCompute, opts:
     let mut model: SignModel<TrainBackend> =
         cfg.model.init::<TrainBackend>(f, opts.classes, device).map(&mut Materialize);
     let mut optim = Optim::new(&cfg.optimizer);
-    let loss_fn = CrossEntropyLossConfig::new().init::<TrainBackend>(device);
+    let objective = Objective::new(models::Task::Classification, 0.0, device);
     let x = Tensor::<TrainBackend, 3>::random([b, t, f], Distribution::Normal(0.0, 1.0), device);
-    let mask = Tensor::<TrainBackend, 2, Bool>::from_data(TensorData::new(pad_mask_host(b, t), [b, t]), device);
+    let mask_host = pad_mask_host(b, t);
+    let lengths: Vec<usize> = mask_host.chunks(t).map(|m| m.iter().filter(|p| !**p).count()).collect();
+    let mask = Tensor::<TrainBackend, 2, Bool>::from_data(TensorData::new(mask_host, [b, t]), device);
     let labels_host: Vec<i64> = (0..b as i64).map(|i| i % opts.classes as i64).collect();
     let labels = Tensor::<TrainBackend, 1, Int>::from_data(TensorData::new(labels_host, [b]), device);
     let settings = StepSettings::timing(precision.float_dtype(), cfg.optimizer.clip_grad_norm);
@@ -201,8 +203,14 @@ pub fn time_train_steps(cfg: &ExperimentConfig, compute: &ResolvedCompute, opts:
     for i in 0..opts.steps + 2 {
         device::memory::sync(device);
         let mut prof = Profiler::new(true);
-        let batch = || SignBatch { inputs: x.clone(), pad_mask: mask.clone(), labels: labels.clone() };
-        let (next, _) = train_step(device, model, &mut optim, &loss_fn, &settings, &mut prof, |_| Ok(batch()))?;
+        let batch = || SignBatch {
+            inputs: x.clone(),
+            pad_mask: mask.clone(),
+            labels: labels.clone(),
+            targets: Vec::new(),
+            lengths: lengths.clone(),
+        };
+        let (next, _) = train_step(device, model, &mut optim, &objective, &settings, &mut prof, |_| Ok(batch()))?;
         model = next;
         if i >= 2 {
             fwd.push(prof.ms(Phase::Forward));

@@ -13,9 +13,11 @@ use std::path::{Path, PathBuf};
 use data::augment::AugmentConfig;
 use data::dataset::OnError;
 use data::preprocess::PreprocessConfig;
+use data::sentences::SentenceConfig;
 use data::synth::SynthConfig;
 use device::{DeviceSpec, PrecisionSetting, SelectionPolicy};
-use models::ModelConfig;
+use models::decode::DecodeConfig;
+use models::{ModelConfig, Task};
 use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
 
@@ -28,10 +30,18 @@ pub const DEFAULT_TOML: &str = include_str!("../../../configs/default.toml");
 pub struct ExperimentConfig {
     /// Run name; run directories are `<training.out_dir>/<name>-<UTC time>`.
     pub name: String,
+    /// `classification` (one sign per sequence) or `ctc` (continuous recognition: token
+    /// sequences, per-frame head, CTC loss).
+    pub task: Task,
     /// `[data]`.
     pub data: DataConfig,
     /// `[synthetic]`: the built-in dataset when `data.path` is empty.
     pub synthetic: SynthConfig,
+    /// `[sentences]`: how the built-in continuous dataset strings `[synthetic]` signs together
+    /// (`task = "ctc"` with an empty `data.path`).
+    pub sentences: SentenceConfig,
+    /// `[ctc]`: decoding of `task = "ctc"`.
+    pub ctc: DecodeConfig,
     /// `[preprocess]`.
     pub preprocess: PreprocessConfig,
     /// `[augment]`.
@@ -62,8 +72,11 @@ impl Default for ExperimentConfig {
     fn default() -> Self {
         Self {
             name: "signflow".into(),
+            task: Task::Classification,
             data: DataConfig::default(),
             synthetic: SynthConfig::default(),
+            sentences: SentenceConfig::default(),
+            ctc: DecodeConfig::default(),
             preprocess: PreprocessConfig::default(),
             augment: AugmentConfig::default(),
             model: ModelConfig::default(),
@@ -830,6 +843,19 @@ impl ExperimentConfig {
         check(d.prefetch >= 1, "data.prefetch", || "must be at least 1".into())?;
         if d.path.is_empty() {
             self.synthetic.validate().map_err(config_key)?;
+            if self.task == Task::Ctc {
+                self.sentences.validate().map_err(config_key)?;
+            }
+        }
+        if self.task == Task::Ctc {
+            self.ctc.validate()?;
+            check(
+                self.preprocess.long_sequences == data::preprocess::LongSequences::Resize,
+                "preprocess.long_sequences",
+                || {
+                    "must be \"resize\" with task = \"ctc\": a crop would cut signs out of a sentence and off its labels".into()
+                },
+            )?;
         }
         self.preprocess.validate().map_err(config_key)?;
         self.model.validate().map_err(|e| match e {

@@ -37,6 +37,7 @@ pub mod export;
 pub mod fault;
 pub mod lock;
 pub mod metrics;
+pub mod objective;
 pub mod optim;
 pub mod plot;
 pub mod profile;

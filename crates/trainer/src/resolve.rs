@@ -237,6 +237,21 @@ pub fn dataset_root(cfg: &ExperimentConfig, progress: bool) -> Result<PathBuf> {
 pub fn prepare_data(cfg: &ExperimentConfig, pre: &Preprocessor, progress: bool) -> Result<PreparedData> {
     let root = dataset_root(cfg, progress)?;
     let index = data::index::open(&root)?;
+    match (cfg.task, index.continuous) {
+        (models::Task::Ctc, None) => {
+            return Err(TrainError::Invalid(format!(
+                "task = \"ctc\" needs a continuous dataset (labels.csv with a `tokens` column and a vocabulary file); {} has one sign per sequence",
+                root.display()
+            )))
+        }
+        (models::Task::Classification, Some(_)) => {
+            return Err(TrainError::Invalid(format!(
+                "{} is a continuous dataset (token sequences); set task = \"ctc\" to train on it",
+                root.display()
+            )))
+        }
+        _ => {}
+    }
     let opts = LoadOptions {
         on_error: cfg.data.on_error,
         max_bad_fraction: cfg.data.max_bad_fraction,

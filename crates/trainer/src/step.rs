@@ -2,9 +2,10 @@
 //! training loop, the batch-size search, `trainer bench` and the criterion benches all call.
 //!
 //! Per step: for each micro-batch, the mixed-precision forward ([`ComputeModel`]: weights and
-//! inputs cast to the compute dtype, logits back in f32), the loss in f32, the backward pass of
-//! `loss x scale / K`, and the gradients summed onto the f32 masters; then ONE host read (loss,
-//! correct count, squared global gradient norm), and, when everything is finite, global-norm
+//! inputs cast to the compute dtype, logits back in f32), the task's loss in f32
+//! ([`Objective`]), the backward pass of `loss x scale / K`, and the gradients summed onto the
+//! f32 masters; then ONE host read (loss, correct count, squared global gradient norm; CTC
+//! also reads each micro-batch's log-probabilities, as its loss runs on the host), and, when everything is finite, global-norm
 //! clipping, unscaling and the optimizer update. A step whose loss or gradients are not finite
 //! leaves the model and optimizer untouched; what to do about it is the caller's policy
 //! ([`crate::recovery`], [`crate::amp::LossScaler`]).
@@ -12,7 +13,6 @@
 use std::time::Instant;
 
 use burn::module::{Module, ModuleVisitor, Param};
-use burn::nn::loss::CrossEntropyLoss;
 use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::prelude::Backend;
 use burn::tensor::{FloatDType, Tensor, Transaction};
@@ -21,6 +21,7 @@ use data::loader::SignBatch;
 use models::precision::ComputeModel;
 use models::SignModel;
 
+use crate::objective::Objective;
 use crate::optim::Optim;
 use crate::profile::{Phase, Profiler};
 use crate::{InnerBackend, Result, TrainBackend};
@@ -122,14 +123,14 @@ pub fn train_step(
     device: &Device,
     model: SignModel<TrainBackend>,
     optim: &mut Optim,
-    loss_fn: &CrossEntropyLoss<TrainBackend>,
+    objective: &Objective,
     settings: &StepSettings,
     prof: &mut Profiler,
     next_batch: impl FnMut(usize) -> Result<SignBatch<TrainBackend>>,
 ) -> Result<(SignModel<TrainBackend>, StepOutcome)> {
     let k_total = settings.micro_batches.max(1);
     let weights = vec![1.0 / k_total as f64; k_total];
-    let grads = compute_gradients(device, &model, loss_fn, settings, &weights, prof, next_batch)?;
+    let grads = compute_gradients(device, &model, objective, settings, &weights, prof, next_batch)?;
     Ok(apply_gradients(device, model, optim, settings, grads, prof))
 }
 
@@ -142,7 +143,7 @@ pub fn train_step(
 pub fn compute_gradients(
     device: &Device,
     model: &SignModel<TrainBackend>,
-    loss_fn: &CrossEntropyLoss<TrainBackend>,
+    objective: &Objective,
     settings: &StepSettings,
     weights: &[f64],
     prof: &mut Profiler,
@@ -170,14 +171,12 @@ pub fn compute_gradients(
         // Forward/backward run on a compute-dtype copy of the f32 masters (same ParamIds), made
         // once per step and charged to the forward phase.
         let compute = compute.get_or_insert_with(|| ComputeModel::new(model.clone(), settings.compute));
-        let logits = compute.forward(batch.inputs, batch.pad_mask);
-        let mut loss = loss_fn.forward(logits.clone(), batch.labels.clone());
+        let (mut loss, correct) = objective.forward(compute, batch);
         if settings.faults.nan_loss {
             loss = loss.mul_scalar(f64::NAN);
         }
-        let correct = logits.argmax(1).reshape([n]).equal(batch.labels).int().sum();
         losses.push(loss.clone().inner().mul_scalar(weight));
-        corrects.push(correct.inner().float());
+        corrects.push(correct);
         let factor = settings.loss_scale * weight;
         let loss = if factor != 1.0 { loss.mul_scalar(factor) } else { loss };
         let t2 = prof.mark(device, Phase::Forward, t1);

@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use burn::module::{AutodiffModule, Module};
-use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
 use burn::prelude::Backend;
 use burn::tensor::FloatDType;
 use data::augment::Augmenter;
@@ -27,6 +26,7 @@ use crate::checkpoint::{self, BestRecord, EpochRecord, ModelSignature, TrainStat
 use crate::config::{ExperimentConfig, Metric, ProgressMode};
 use crate::fault::{self, DeviceFault};
 use crate::metrics::{MetricsWriter, Row};
+use crate::objective::Objective;
 use crate::optim::Optim;
 use crate::profile::Profiler;
 use crate::recovery::Recovery;
@@ -357,7 +357,7 @@ struct Trainer<'a> {
     state: TrainState,
     resumed_from: Option<usize>,
     schedule: LrSchedule,
-    loss_fn: CrossEntropyLoss<TrainBackend>,
+    objective: Objective,
     loader_cfg: LoaderConfig,
     batcher: ItemBatcher,
     /// Micro-batches the epoch's steps consume.
@@ -468,9 +468,7 @@ impl<'a> Trainer<'a> {
         Ok(Self {
             recovery: Recovery::new(&cfg.recovery, &model, &optim, state.step),
             schedule: LrSchedule::new(&cfg.schedule, cfg.optimizer.lr, steps_per_epoch, total_steps),
-            loss_fn: CrossEntropyLossConfig::new()
-                .with_smoothing((t.label_smoothing > 0.0).then_some(t.label_smoothing as f32))
-                .init::<TrainBackend>(device),
+            objective: Objective::new(cfg.task, t.label_smoothing, device),
             prof: Profiler::new(t.profile),
             run,
             run_dir: opened.run_dir,
@@ -590,7 +588,7 @@ impl<'a> Trainer<'a> {
         let model = self.model.clone();
         let ended = || TrainError::Invalid(format!("the data loader ended early in epoch {}", epoch + 1));
         let (model, outcome) = match &mut self.group {
-            None => train_step(device, model, &mut self.optim, &self.loss_fn, &settings, &mut self.prof, |_| {
+            None => train_step(device, model, &mut self.optim, &self.objective, &settings, &mut self.prof, |_| {
                 let t0 = Instant::now();
                 let batch = loader.next(device).ok_or_else(ended)?;
                 *data_wait += t0.elapsed();
@@ -602,7 +600,7 @@ impl<'a> Trainer<'a> {
                     (0..micro_batches).map(|_| loader.next_indices().ok_or_else(ended)).collect::<Result<Vec<_>>>()?;
                 *data_wait += t0.elapsed();
                 let (model, outcome, events) =
-                    group.step(model, &mut self.optim, &self.loss_fn, &settings, &mut self.prof, epoch, &micro)?;
+                    group.step(model, &mut self.optim, &self.objective, &settings, &mut self.prof, epoch, &micro)?;
                 for (kind, detail) in events {
                     self.report.event(step, epoch + 1, kind, detail)?;
                 }
@@ -896,6 +894,7 @@ fn workload(cfg: &ExperimentConfig, input: &crate::resolve::ResolvedData) -> cra
         batcher: batcher_for(cfg, input),
         model: cfg.model.clone(),
         label_smoothing: cfg.training.label_smoothing,
+        task: cfg.task,
     }
 }
 

@@ -14,7 +14,6 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use burn::module::Module;
-use burn::nn::loss::CrossEntropyLossConfig;
 use burn::prelude::Backend;
 use data::loader::ItemBatcher;
 use models::precision::Materialize;
@@ -22,6 +21,7 @@ use models::SignModel;
 use serde::Serialize;
 
 use crate::config::ExperimentConfig;
+use crate::objective::Objective;
 use crate::optim::Optim;
 use crate::profile::Profiler;
 use crate::resolve::{ResolvedCompute, ResolvedData};
@@ -216,14 +216,14 @@ pub fn time_steps(
     let mut model: SignModel<TrainBackend> =
         cfg.model.init::<TrainBackend>(ds.features, ds.num_classes(), device).map(&mut Materialize);
     let mut optim = Optim::new(&cfg.optimizer);
-    let loss_fn = CrossEntropyLossConfig::new().init::<TrainBackend>(device);
+    let objective = Objective::new(cfg.task, 0.0, device);
     let settings = StepSettings::timing(compute.precision.precision.float_dtype(), cfg.optimizer.clip_grad_norm);
     let mut prof = Profiler::new(false);
     let mut ms = 0.0;
     for i in 0..=steps {
         let start = Instant::now();
         let (next, _) =
-            train_step(device, model, &mut optim, &loss_fn, &settings, &mut prof, |_| Ok(hb.to_device(device)))?;
+            train_step(device, model, &mut optim, &objective, &settings, &mut prof, |_| Ok(hb.to_device(device)))?;
         model = next;
         device::memory::sync(device);
         if i > 0 {

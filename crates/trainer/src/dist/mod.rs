@@ -35,7 +35,6 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
 use burn::tensor::{FloatDType, Tensor, TensorData, TensorPrimitive};
 use burn_collective::{
     all_reduce, finish_collective, register, reset_collective, CollectiveConfig, PeerId, ReduceOperation,
@@ -44,6 +43,7 @@ use data::dataset::SignDataset;
 use data::loader::ItemBatcher;
 use models::{ModelConfig, SignModel};
 
+use crate::objective::Objective;
 use crate::optim::Optim;
 use crate::profile::Profiler;
 use crate::step::{apply_gradients, compute_gradients, StepGradients, StepOutcome, StepSettings};
@@ -85,6 +85,8 @@ pub struct Workload {
     pub model: ModelConfig,
     /// `training.label_smoothing`.
     pub label_smoothing: f64,
+    /// The task (its loss).
+    pub task: models::Task,
 }
 
 impl std::fmt::Debug for Workload {
@@ -99,9 +101,8 @@ impl Workload {
         Ok(self.model.init::<TrainBackend>(ds.features, ds.num_classes(), device))
     }
 
-    fn loss_fn(&self, device: &Device) -> CrossEntropyLoss<TrainBackend> {
-        let s = self.label_smoothing;
-        CrossEntropyLossConfig::new().with_smoothing((s > 0.0).then_some(s as f32)).init::<TrainBackend>(device)
+    fn objective(&self, device: &Device) -> Objective {
+        Objective::new(self.task, self.label_smoothing, device)
     }
 }
 
@@ -345,7 +346,7 @@ impl Group {
         &mut self,
         model: SignModel<TrainBackend>,
         optim: &mut Optim,
-        loss_fn: &CrossEntropyLoss<TrainBackend>,
+        objective: &Objective,
         settings: &StepSettings,
         prof: &mut Profiler,
         epoch: usize,
@@ -368,7 +369,7 @@ impl Group {
         self.link.reduce("weights", weights)?;
         let start = Instant::now();
         let work = &self.work;
-        let g = compute_gradients(&device, &model, loss_fn, settings, &header.weights(0), prof, |k| {
+        let g = compute_gradients(&device, &model, objective, settings, &header.weights(0), prof, |k| {
             Ok(work.batcher.host_batch(&work.dataset, header.share(k, 0), epoch).to_device(&device))
         })?;
         let own = share_vector(&model, &g, &self.layout, 0, &device, start, checksum);

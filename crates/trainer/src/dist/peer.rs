@@ -65,7 +65,7 @@ fn serve_peer(link: &Link, work: &Workload, collective: CollectiveConfig, die_at
         )));
     }
     let layout = GradLayout { params, peers: hello.peers };
-    let loss_fn = work.loss_fn(&device);
+    let objective = work.objective(&device);
     let mut prof = Profiler::new(false);
     let mut steps = 0usize;
     loop {
@@ -94,7 +94,7 @@ fn serve_peer(link: &Link, work: &Workload, collective: CollectiveConfig, die_at
             faults: Default::default(),
             sample_memory: false,
         };
-        let g = compute_gradients(&device, &model, &loss_fn, &settings, &header.weights(rank), &mut prof, |k| {
+        let g = compute_gradients(&device, &model, &objective, &settings, &header.weights(rank), &mut prof, |k| {
             Ok(work.batcher.host_batch(&work.dataset, header.share(k, rank), header.epoch).to_device(&device))
         })?;
         link.reduce("gradients", share_vector(&model, &g, &layout, rank, &device, start, checksum))?;
