@@ -103,14 +103,9 @@ pub const CHARACTER_MAP: &str = "character_to_prediction_index.json";
 impl DatasetIndex {
     /// The token vocabulary of a continuous dataset (`None` for classification).
     pub fn vocabulary(&self) -> Option<Vocabulary> {
-        vocabulary_of(&self.labels, self.continuous, &self.root)
+        let unit = self.continuous?;
+        Vocabulary::new(unit, self.labels.iter().skip(1).cloned().collect(), self.root.clone()).ok()
     }
-}
-
-/// The vocabulary behind continuous `labels` (`<blank>` first), split by `unit`.
-pub fn vocabulary_of(labels: &[String], unit: Option<Unit>, root: &Path) -> Option<Vocabulary> {
-    let unit = unit?;
-    Vocabulary::new(unit, labels.iter().skip(1).cloned().collect(), root.to_path_buf()).ok()
 }
 
 /// The vocabulary file of a continuous dataset at `root`: `vocabulary.txt` (glosses) or

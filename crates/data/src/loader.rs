@@ -86,7 +86,7 @@ impl HostBatch {
 
     /// Valid (non-padding) frames of each sequence.
     pub fn lengths(&self) -> Vec<usize> {
-        self.pad_mask.chunks(self.window.max(1)).take(self.batch).map(|m| m.iter().filter(|p| !**p).count()).collect()
+        valid_lengths(&self.pad_mask, self.window)
     }
 
     /// Copy the batch to `device`.
@@ -102,6 +102,11 @@ impl HostBatch {
             lengths: self.lengths(),
         }
     }
+}
+
+/// Valid (non-padding) frames of each row of a `[batch, window]` padding mask (true = padding).
+pub fn valid_lengths(pad_mask: &[bool], window: usize) -> Vec<usize> {
+    pad_mask.chunks(window.max(1)).map(|m| m.iter().filter(|p| !**p).count()).collect()
 }
 
 /// Turns dataset items into host batches (augmentation + preprocessing stage 2).

@@ -18,7 +18,7 @@ use crate::error::{write_atomic, DataError, Result};
 use crate::index::{GLOSS_LIST, NPY_CSV};
 use crate::layout::NUM_LANDMARKS;
 use crate::sequence::LandmarkSequence;
-use crate::synth::{generate_sequence, SynthConfig};
+use crate::synth::{generate_sequence, run_jobs, SynthConfig};
 
 /// How sentences are put together (`[sentences]`); the signs themselves and the signers come
 /// from a [`SynthConfig`].
@@ -172,11 +172,6 @@ pub fn generate(root: &Path, signs: &SynthConfig, cfg: &SentenceConfig, progress
     cfg.validate()?;
     let glosses = signs.label_names();
     let jobs: Vec<(usize, usize)> = (0..signs.signers).flat_map(|s| (0..cfg.per_signer).map(move |j| (s, j))).collect();
-    let bar = if progress { indicatif::ProgressBar::new(jobs.len() as u64) } else { indicatif::ProgressBar::hidden() };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("generating {bar:30} {pos}/{len} sentences {per_sec} eta {eta}")
-            .expect("valid template"),
-    );
     let rel_path = |s: usize, j: usize| format!("sentences/{}/{}.npy", 1000 + s, 200_000 + s * cfg.per_signer + j);
     crate::error::sweep_temp_files(root);
     for s in 0..signs.signers {
@@ -184,37 +179,14 @@ pub fn generate(root: &Path, signs: &SynthConfig, cfg: &SentenceConfig, progress
         std::fs::create_dir_all(&dir).map_err(|e| DataError::io(&dir, e))?;
         crate::error::sweep_temp_files(&dir);
     }
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8);
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<std::sync::Mutex<Option<Vec<usize>>>> = jobs.iter().map(|_| Default::default()).collect();
-    let failure: std::sync::Mutex<Option<DataError>> = std::sync::Mutex::new(None);
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(&(s, j)) = jobs.get(i) else { break };
-                if failure.lock().expect("not poisoned").is_some() {
-                    break;
-                }
-                let sentence = generate_sentence(signs, cfg, s, j);
-                let seq = &sentence.landmarks;
-                let path = root.join(rel_path(s, j));
-                if let Err(e) = crate::npy::write_npy(&path, &[seq.frames(), seq.points, 3], &seq.xyz) {
-                    failure.lock().expect("not poisoned").get_or_insert(e);
-                    break;
-                }
-                *results[i].lock().expect("not poisoned") = Some(sentence.signs);
-                bar.inc(1);
-            });
-        }
-    });
-    bar.finish_and_clear();
-    if let Some(e) = failure.into_inner().expect("not poisoned") {
-        return Err(e);
-    }
+    let results = run_jobs(&jobs, "sentences", progress, |&(s, j)| {
+        let sentence = generate_sentence(signs, cfg, s, j);
+        let seq = &sentence.landmarks;
+        crate::npy::write_npy(&root.join(rel_path(s, j)), &[seq.frames(), seq.points, 3], &seq.xyz)?;
+        Ok(sentence.signs)
+    })?;
     let mut csv = String::from("file,tokens,group\n");
-    for (&(s, j), slot) in jobs.iter().zip(results) {
-        let signs = slot.into_inner().expect("not poisoned").expect("every job ran");
+    for (&(s, j), signs) in jobs.iter().zip(&results) {
         let text: Vec<&str> = signs.iter().map(|&c| glosses[c].as_str()).collect();
         csv.push_str(&format!("{},{},{}\n", rel_path(s, j), text.join(" "), 1000 + s));
     }

@@ -453,11 +453,6 @@ pub fn generate(root: &Path, cfg: &SynthConfig, progress: bool) -> Result<Genera
     let jobs: Vec<(usize, usize, usize)> = (0..cfg.signers)
         .flat_map(|s| (0..cfg.classes).flat_map(move |c| (0..cfg.repetitions).map(move |r| (s, c, r))))
         .collect();
-    let bar = if progress { indicatif::ProgressBar::new(jobs.len() as u64) } else { indicatif::ProgressBar::hidden() };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("generating {bar:30} {pos}/{len} sequences {per_sec} eta {eta}")
-            .expect("valid template"),
-    );
     let rel_path =
         |s: usize, c: usize, r: usize| format!("landmarks/{}/{}.parquet", 1000 + s, sequence_id(cfg, s, c, r));
     // What a generator killed mid-write left behind (its files are rewritten below).
@@ -465,30 +460,9 @@ pub fn generate(root: &Path, cfg: &SynthConfig, progress: bool) -> Result<Genera
     for s in 0..cfg.signers {
         crate::error::sweep_temp_files(&root.join(format!("landmarks/{}", 1000 + s)));
     }
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8);
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let failure: std::sync::Mutex<Option<DataError>> = std::sync::Mutex::new(None);
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(&(s, c, r)) = jobs.get(i) else { break };
-                if failure.lock().expect("not poisoned").is_some() {
-                    break;
-                }
-                let seq = generate_sequence(cfg, c, s, r);
-                if let Err(e) = write_parquet_with(&root.join(rel_path(s, c, r)), &seq, cfg.compression) {
-                    failure.lock().expect("not poisoned").get_or_insert(e);
-                    break;
-                }
-                bar.inc(1);
-            });
-        }
-    });
-    bar.finish_and_clear();
-    if let Some(e) = failure.into_inner().expect("not poisoned") {
-        return Err(e);
-    }
+    run_jobs(&jobs, "sequences", progress, |&(s, c, r)| {
+        write_parquet_with(&root.join(rel_path(s, c, r)), &generate_sequence(cfg, c, s, r), cfg.compression)
+    })?;
     let mut csv = String::from("path,participant_id,sequence_id,sign\n");
     for &(s, c, r) in &jobs {
         csv.push_str(&format!("{},{},{},{}\n", rel_path(s, c, r), 1000 + s, sequence_id(cfg, s, c, r), labels[c]));
@@ -499,6 +473,51 @@ pub fn generate(root: &Path, cfg: &SynthConfig, progress: bool) -> Result<Genera
     write_atomic(&root.join(LABEL_MAP), map_text.as_bytes())?;
     write_atomic(&root.join(ISLR_CSV), csv.as_bytes())?;
     Ok(GeneratedDataset { root: root.to_path_buf(), sequences: jobs.len(), labels })
+}
+
+/// Run `work` on every job on up to 8 threads, with a progress bar counting `what`; stops at the
+/// first failure and returns it, else the results in job order. Shared by the generators.
+pub(crate) fn run_jobs<J: Sync, T: Send>(
+    jobs: &[J],
+    what: &str,
+    progress: bool,
+    work: impl Fn(&J) -> Result<T> + Sync,
+) -> Result<Vec<T>> {
+    let bar = if progress { indicatif::ProgressBar::new(jobs.len() as u64) } else { indicatif::ProgressBar::hidden() };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(&format!(
+            "generating {{bar:30}} {{pos}}/{{len}} {what} {{per_sec}} eta {{eta}}"
+        ))
+        .expect("valid template"),
+    );
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(8);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<T>>> = jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let failure: std::sync::Mutex<Option<DataError>> = std::sync::Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(job) = jobs.get(i) else { break };
+                if failure.lock().expect("not poisoned").is_some() {
+                    break;
+                }
+                match work(job) {
+                    Ok(v) => *results[i].lock().expect("not poisoned") = Some(v),
+                    Err(e) => {
+                        failure.lock().expect("not poisoned").get_or_insert(e);
+                        break;
+                    }
+                }
+                bar.inc(1);
+            });
+        }
+    });
+    bar.finish_and_clear();
+    if let Some(e) = failure.into_inner().expect("not poisoned") {
+        return Err(e);
+    }
+    Ok(results.into_iter().map(|r| r.into_inner().expect("not poisoned").expect("every job ran")).collect())
 }
 
 fn sequence_id(cfg: &SynthConfig, s: usize, c: usize, r: usize) -> u64 {

@@ -194,7 +194,7 @@ pub fn time_train_steps(cfg: &ExperimentConfig, compute: &ResolvedCompute, opts:
     let objective = Objective::new(models::Task::Classification, 0.0, device);
     let x = Tensor::<TrainBackend, 3>::random([b, t, f], Distribution::Normal(0.0, 1.0), device);
     let mask_host = pad_mask_host(b, t);
-    let lengths: Vec<usize> = mask_host.chunks(t).map(|m| m.iter().filter(|p| !**p).count()).collect();
+    let lengths = data::loader::valid_lengths(&mask_host, t);
     let mask = Tensor::<TrainBackend, 2, Bool>::from_data(TensorData::new(mask_host, [b, t]), device);
     let labels_host: Vec<i64> = (0..b as i64).map(|i| i % opts.classes as i64).collect();
     let labels = Tensor::<TrainBackend, 1, Int>::from_data(TensorData::new(labels_host, [b]), device);

@@ -76,7 +76,7 @@ impl Objective {
                     .filter(|(b, target)| {
                         let lp = &log_probs[b * per..(b + 1) * per];
                         let decoded = models::decode::greedy(lp, classes, batch.lengths[*b], BLANK);
-                        decoded.len() == target.len() && decoded.iter().zip(target.iter()).all(|(d, t)| d.index == *t)
+                        decoded.iter().map(|d| d.index).eq(target.iter().copied())
                     })
                     .count();
                 let correct = Tensor::<InnerBackend, 1>::from_data(TensorData::new(vec![correct as f32], [1]), &device);
