@@ -4,7 +4,9 @@
 use std::path::Path;
 
 use data::preprocess::PreprocessConfig;
-use models::ModelConfig;
+use data::tokens::Unit;
+use models::decode::{DecodeConfig, Scores};
+use models::{ModelConfig, Task};
 use serde::{Deserialize, Serialize};
 
 use crate::layout::CARD_FILE;
@@ -45,6 +47,18 @@ impl TrainingSplit {
     }
 }
 
+/// What a CTC model's card adds: how its labels are tokens and how to decode its output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CtcCard {
+    /// `character` (labels joined without spaces) or `gloss` (joined with spaces).
+    pub unit: Unit,
+    /// The decoder and beam width (`[ctc]` of the training config).
+    pub decode: DecodeConfig,
+    /// The configured decoder's validation scores of the exported weights, when there was a
+    /// validation split.
+    pub valid: Option<Scores>,
+}
+
 /// `model.json`: everything needed to rebuild and feed the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelCard {
@@ -79,6 +93,13 @@ pub struct ModelCard {
     /// The training run's split (absent in bundles written before it was recorded).
     #[serde(default)]
     pub split: Option<TrainingSplit>,
+    /// What the model outputs: pooled class scores (`classification`, the default of older
+    /// cards) or per-frame token scores for CTC decoding (`ctc`; `labels[0]` is the blank).
+    #[serde(default)]
+    pub task: Task,
+    /// CTC decoding settings (`task = "ctc"` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ctc: Option<CtcCard>,
 }
 
 impl ModelCard {
@@ -106,6 +127,8 @@ impl ModelCard {
             valid_loss: None,
             median_frames: None,
             split: None,
+            task: Task::Classification,
+            ctc: None,
         }
     }
 }
@@ -137,6 +160,23 @@ pub fn read_card(dir: &Path) -> Result<ModelCard> {
     }
     if let Some(split) = &card.split {
         split.validate().map_err(invalid)?;
+    }
+    match (card.task, &card.ctc) {
+        (Task::Ctc, None) => return Err(invalid("`task` is \"ctc\" but the card has no `ctc` section".into())),
+        (Task::Classification, Some(_)) => {
+            return Err(invalid("a `ctc` section on a classification model (`task` is \"classification\")".into()))
+        }
+        (Task::Ctc, Some(c)) => {
+            c.decode.validate().map_err(|(key, message)| invalid(format!("`{key}` {message}")))?;
+            if card.labels[0] != data::index::BLANK_LABEL {
+                return Err(invalid(format!(
+                    "a CTC model's first label must be the blank {:?}, got {:?}",
+                    data::index::BLANK_LABEL,
+                    card.labels[0]
+                )));
+            }
+        }
+        (Task::Classification, None) => {}
     }
     Ok(card)
 }

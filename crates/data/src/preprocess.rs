@@ -205,6 +205,20 @@ impl Preprocessor {
         }
     }
 
+    /// Which frames of `seq` become rows of the model input (before any resampling to the
+    /// window): all of them, or with `drop_empty_frames` those with a kept landmark. Lets a
+    /// caller map input rows back to its own frame numbers.
+    pub fn kept_frames(&self, seq: &LandmarkSequence, path: &Path) -> Result<Vec<bool>> {
+        let mut sel = seq.select(&self.indices_for(seq.points, path)?);
+        sel.xyz.iter_mut().filter(|v| v.is_infinite()).for_each(|v| *v = f32::NAN);
+        Ok(self.kept_of_selected(&sel))
+    }
+
+    /// [`Self::kept_frames`] of already selected landmarks (infinities already missing).
+    fn kept_of_selected(&self, sel: &LandmarkSequence) -> Vec<bool> {
+        (0..sel.frames()).map(|f| !self.config.drop_empty_frames || sel.frame_has_data(f)).collect()
+    }
+
     fn normalize_landmarks(&self, seq: &LandmarkSequence, path: &Path) -> Result<LandmarkSequence> {
         if seq.frames() == 0 {
             return Err(DataError::EmptySequence { path: path.to_path_buf(), detail: String::new() });
@@ -232,7 +246,7 @@ impl Preprocessor {
         // it cannot spread through the normalization into the features or the loss.
         sel.xyz.iter_mut().filter(|v| v.is_infinite()).for_each(|v| *v = f32::NAN);
         if self.config.drop_empty_frames {
-            let keep: Vec<bool> = (0..sel.frames()).map(|f| sel.frame_has_data(f)).collect();
+            let keep = self.kept_of_selected(&sel);
             sel.retain_frames(&keep);
         }
         if sel.frames() == 0 {

@@ -96,18 +96,24 @@ impl Vocabulary {
     /// The text of `classes` (the blank and unknown classes are skipped).
     pub fn decode(&self, classes: &[usize]) -> String {
         let tokens = classes.iter().filter_map(|&c| c.checked_sub(1).and_then(|i| self.tokens.get(i)));
-        match self.unit {
-            Unit::Character => tokens.map(String::as_str).collect(),
-            Unit::Gloss => tokens.map(String::as_str).collect::<Vec<_>>().join(" "),
-        }
+        join(self.unit, tokens.map(String::as_str))
     }
+}
 
-    /// The class of the word separator (a space character), for word error rates.
-    pub fn separator(&self) -> Option<usize> {
-        match self.unit {
-            Unit::Character => self.lookup.get(" ").copied(),
-            Unit::Gloss => None,
-        }
+/// The text of a token sequence: characters joined as they are, glosses with spaces.
+pub fn join<'a>(unit: Unit, tokens: impl Iterator<Item = &'a str>) -> String {
+    match unit {
+        Unit::Character => tokens.collect(),
+        Unit::Gloss => tokens.collect::<Vec<_>>().join(" "),
+    }
+}
+
+/// The class of the word separator among class `labels` (blank first, then the tokens): the
+/// space character of a character vocabulary; `None` for glosses, where every token is a word.
+pub fn word_separator(unit: Unit, labels: &[String]) -> Option<usize> {
+    match unit {
+        Unit::Character => labels.iter().position(|l| l == " "),
+        Unit::Gloss => None,
     }
 }
 
@@ -124,7 +130,8 @@ mod tests {
         assert_eq!(v.classes(), 5);
         assert_eq!(v.encode("ab 3").unwrap(), vec![2, 3, 1, 4]);
         assert_eq!(v.decode(&[2, 3, 0, 1, 4, 99]), "ab 3");
-        assert_eq!(v.separator(), Some(1));
+        let labels: Vec<String> = std::iter::once("<blank>".to_string()).chain(v.tokens.iter().cloned()).collect();
+        assert_eq!(word_separator(v.unit, &labels), Some(1));
         let err = v.encode("abc").unwrap_err();
         assert!(
             err.contains("`c` (position 2 of \"abc\")") && err.contains("character_to_prediction_index.json"),

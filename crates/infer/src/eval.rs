@@ -537,7 +537,7 @@ impl EvalReport {
 }
 
 /// A CSV field, quoted when it holds a comma, quote or line break.
-fn csv_field(s: &str) -> String {
+pub(crate) fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
@@ -545,13 +545,9 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-/// Evaluate `predictor` on the dataset at `data_dir` (ISLR or npy layout). Dataset labels are
-/// matched to the model's by name; a selected sequence whose sign the model does not know is an
-/// error that lists those signs.
-pub fn evaluate(predictor: &Predictor, data_dir: &Path, opts: &EvalOptions) -> Result<EvalReport> {
-    let start = Instant::now();
-    let index = data::index::open(data_dir).map_err(InferError::Data)?;
-    let positions = opts.split.positions(&index);
+/// The dataset positions `opts.split` selects; an error when it selects none.
+pub(crate) fn selected(index: &data::index::DatasetIndex, data_dir: &Path, opts: &EvalOptions) -> Result<Vec<usize>> {
+    let positions = opts.split.positions(index);
     if positions.is_empty() {
         return Err(InferError::Eval(format!(
             "{}: the split {} selects no sequences ({} sequences of {} signers in the dataset)",
@@ -561,35 +557,81 @@ pub fn evaluate(predictor: &Predictor, data_dir: &Path, opts: &EvalOptions) -> R
             data::index::count_groups(&index.groups())
         )));
     }
+    Ok(positions)
+}
+
+/// The model's class of each of the dataset's labels, matched by name.
+pub(crate) fn to_model_labels(predictor: &Predictor, index: &data::index::DatasetIndex) -> Vec<Option<usize>> {
     let by_name: HashMap<&str, usize> = predictor.labels().iter().enumerate().map(|(i, l)| (l.as_str(), i)).collect();
-    let mut unknown: Vec<&str> = positions
-        .iter()
-        .map(|&i| index.labels[index.entries[i].label].as_str())
-        .filter(|l| !by_name.contains_key(l))
-        .collect();
+    index.labels.iter().map(|l| by_name.get(l.as_str()).copied()).collect()
+}
+
+/// An error listing the dataset labels in `unknown` (indices into `index.labels`), if any.
+pub(crate) fn check_known(
+    predictor: &Predictor,
+    data_dir: &Path,
+    index: &data::index::DatasetIndex,
+    unknown: impl Iterator<Item = usize>,
+    what: &str,
+) -> Result<()> {
+    let mut unknown: Vec<&str> = unknown.map(|l| index.labels[l].as_str()).collect();
     unknown.sort_unstable();
     unknown.dedup();
-    if !unknown.is_empty() {
-        let shown: Vec<String> = unknown.iter().take(8).map(|l| format!("`{l}`")).collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let shown: Vec<String> = unknown.iter().take(8).map(|l| format!("`{l}`")).collect();
+    Err(InferError::Eval(format!(
+        "{}: {} of the dataset's {what} ({}): {}{}",
+        data_dir.display(),
+        unknown.len(),
+        predictor.model_dir().join(bundle::layout::LABELS_FILE).display(),
+        shown.join(", "),
+        if unknown.len() > 8 { ", ..." } else { "" }
+    )))
+}
+
+/// The evaluation's progress bar on stderr (hidden unless `show`).
+pub(crate) fn progress_bar(n: usize, show: bool) -> indicatif::ProgressBar {
+    if !show {
+        return indicatif::ProgressBar::hidden();
+    }
+    indicatif::ProgressBar::new(n as u64).with_style(
+        indicatif::ProgressStyle::with_template("evaluating {bar:30} {pos}/{len} sequences {per_sec} eta {eta}")
+            .expect("static template"),
+    )
+}
+
+/// An error when nothing was evaluated or more than `max_bad_fraction` of `total` files were
+/// skipped.
+pub(crate) fn check_bad_files(
+    skipped: &[SkippedFile],
+    evaluated: usize,
+    total: usize,
+    max_bad_fraction: f64,
+) -> Result<()> {
+    if evaluated == 0 || skipped.len() as f64 > max_bad_fraction * total as f64 {
         return Err(InferError::Eval(format!(
-            "{}: {} of the dataset's signs are not classes of the model ({}): {}{}",
-            data_dir.display(),
-            unknown.len(),
-            predictor.model_dir().join(bundle::layout::LABELS_FILE).display(),
-            shown.join(", "),
-            if unknown.len() > 8 { ", ..." } else { "" }
+            "{} of {total} selected files could not be evaluated (max_bad_fraction {max_bad_fraction}); first: {}",
+            skipped.len(),
+            skipped.first().map_or("-", |s| s.reason.as_str())
         )));
     }
-    let model_label: Vec<Option<usize>> = index.labels.iter().map(|l| by_name.get(l.as_str()).copied()).collect();
+    Ok(())
+}
 
-    let bar = if opts.progress {
-        indicatif::ProgressBar::new(positions.len() as u64).with_style(
-            indicatif::ProgressStyle::with_template("evaluating {bar:30} {pos}/{len} sequences {per_sec} eta {eta}")
-                .expect("static template"),
-        )
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
+/// Evaluate `predictor` on the dataset at `data_dir` (ISLR or npy layout). Dataset labels are
+/// matched to the model's by name; a selected sequence whose sign the model does not know is an
+/// error that lists those signs.
+pub fn evaluate(predictor: &Predictor, data_dir: &Path, opts: &EvalOptions) -> Result<EvalReport> {
+    let start = Instant::now();
+    let index = data::index::open(data_dir).map_err(InferError::Data)?;
+    let positions = selected(&index, data_dir, opts)?;
+    let model_label = to_model_labels(predictor, &index);
+    let unknown = positions.iter().map(|&i| index.entries[i].label).filter(|&l| model_label[l].is_none());
+    check_known(predictor, data_dir, &index, unknown, "signs are not classes of the model")?;
+
+    let bar = progress_bar(positions.len(), opts.progress);
     let mut scores = Vec::with_capacity(positions.len());
     let mut skipped = Vec::new();
     let read = |k: usize| predictor.prepare_read(index.format, &index.entries[positions[k]].path);
@@ -618,14 +660,7 @@ pub fn evaluate(predictor: &Predictor, data_dir: &Path, opts: &EvalOptions) -> R
     bar.finish_and_clear();
     let waited = outcome?;
     let total = positions.len();
-    if scores.is_empty() || skipped.len() as f64 > opts.max_bad_fraction * total as f64 {
-        return Err(InferError::Eval(format!(
-            "{} of {total} selected files could not be evaluated (max_bad_fraction {}); first: {}",
-            skipped.len(),
-            opts.max_bad_fraction,
-            skipped.first().map_or("-", |s| s.reason.as_str())
-        )));
-    }
+    check_bad_files(&skipped, scores.len(), total, opts.max_bad_fraction)?;
     let mut report = EvalReport::from_scores(predictor.labels(), &scores, opts.top_k)?;
     report.model_dir = predictor.model_dir().to_path_buf();
     report.data = data_dir.to_path_buf();

@@ -4,6 +4,8 @@
 //! recognize signs:
 //! - [`Predictor`]: `predict` one sequence, `predict_batch` many, from raw landmarks (through the
 //!   same preprocessing code as training: no train/serve skew) or from already prepared windows;
+//!   for continuous-recognition (CTC) models, `transcribe` them into token sequences with each
+//!   token's frames and confidence ([`transcribe`]);
 //! - [`stream::StreamingRecognizer`]: push live frames, get sign events ([`live`]: frames as
 //!   JSON lines from any front end);
 //! - [`eval::evaluate`]: accuracy, per-class and per-signer figures, confusion matrix and
@@ -23,8 +25,10 @@
 #![warn(missing_docs)]
 
 pub mod eval;
+pub mod eval_ctc;
 pub mod live;
 pub mod stream;
+pub mod transcribe;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -38,6 +42,7 @@ use models::precision::ComputeModel;
 use serde::Serialize;
 
 pub use stream::{SignEvent, StreamConfig, StreamingRecognizer};
+pub use transcribe::{TokenSpan, Transcript};
 
 /// The inference backend (the run-time dispatch backend, no autodiff).
 pub type Backend = device::Backend;
@@ -205,11 +210,11 @@ impl Predictor {
             valid: w,
             data: vec![0.0; w * self.card.input_features],
         };
-        self.predict_prepared(std::slice::from_ref(&input))?;
+        self.run_once(std::slice::from_ref(&input))?;
         let mut times = Vec::with_capacity(runs);
         for _ in 0..runs {
             let t0 = std::time::Instant::now();
-            self.predict_prepared(std::slice::from_ref(&input))?;
+            self.run_once(std::slice::from_ref(&input))?;
             times.push(t0.elapsed().as_secs_f64() * 1e3);
         }
         times.sort_by(f64::total_cmp);
@@ -253,9 +258,18 @@ impl Predictor {
                 valid: w,
                 data: vec![0.0; w * p.card.input_features],
             };
-            p.predict_prepared(&[warm])?;
+            p.run_once(&[warm])?;
         }
         Ok(p)
+    }
+
+    /// The model's whole output for `prepared` of its task (classes or decoded tokens),
+    /// discarded: for warm-up and timing.
+    fn run_once(&self, prepared: &[Prepared]) -> Result<()> {
+        match self.card.task {
+            models::Task::Classification => self.predict_prepared(prepared).map(|_| ()),
+            models::Task::Ctc => self.transcribe_prepared(prepared).map(|_| ()),
+        }
     }
 
     /// Why this device was chosen (with the timings, for `Choose::Fastest`).
@@ -365,7 +379,20 @@ impl Predictor {
         &self,
         files: &[PathBuf],
         batch: usize,
-        mut on_result: impl FnMut(&Path, Result<Prediction>),
+        on_result: impl FnMut(&Path, Result<Prediction>),
+    ) -> Result<()> {
+        self.map_files(files, batch, |windows| self.predict_prepared(windows), on_result)
+    }
+
+    /// Run `model` over `files` in batches of `batch`, reading and preparing the next batch on
+    /// worker threads meanwhile; `on_result` gets every file in order with its output or the
+    /// error that names it. An error of `model` itself ends the call.
+    pub(crate) fn map_files<T>(
+        &self,
+        files: &[PathBuf],
+        batch: usize,
+        model: impl Fn(&[Prepared]) -> Result<Vec<T>>,
+        mut on_result: impl FnMut(&Path, Result<T>),
     ) -> Result<()> {
         prepare_ahead(
             files.len(),
@@ -373,10 +400,10 @@ impl Predictor {
             |i| self.prepare_file(&files[i]),
             |chunk| {
                 let (windows, outcomes) = take_windows(chunk);
-                let mut predictions = self.predict_prepared(&windows)?.into_iter();
+                let mut outputs = model(&windows)?.into_iter();
                 for (i, error) in outcomes {
                     let result = match error {
-                        None => Ok(predictions.next().expect("one prediction per prepared window")),
+                        None => Ok(outputs.next().expect("one output per prepared window")),
                         Some(e) => Err(e),
                     };
                     on_result(&files[i], result);
@@ -413,6 +440,19 @@ impl Predictor {
 
     /// Validate `prepared` (non-empty) and run the model: logits `[batch, classes]` in f32.
     fn forward_checked(&self, prepared: &[Prepared]) -> Result<Tensor<Backend, 2>> {
+        if self.card.task != models::Task::Classification {
+            return Err(InferError::Unsupported(format!(
+                "{} is a continuous-recognition (CTC) model: it outputs token sequences, use `transcribe` (CLI: `infer predict` prints them)",
+                self.dir.display()
+            )));
+        }
+        let (x, m) = self.input_tensors(prepared)?;
+        self.model.try_forward(x, m).map_err(|e| InferError::Input { index: 0, message: e.to_string() })
+    }
+
+    /// Check `prepared` against the model and put it on the device: inputs `[batch, window,
+    /// features]` and the padding mask `[batch, window]`.
+    fn input_tensors(&self, prepared: &[Prepared]) -> Result<(Tensor<Backend, 3>, Tensor<Backend, 2, Bool>)> {
         let (w, f) = (self.window(), self.card.input_features);
         for (i, p) in prepared.iter().enumerate() {
             if p.window != w || p.features != f || p.data.len() != w * f {
@@ -448,7 +488,7 @@ impl Predictor {
         }
         let x = Tensor::<Backend, 3>::from_data(TensorData::new(inputs, [b, w, f]), &self.device);
         let m = Tensor::<Backend, 2, Bool>::from_data(TensorData::new(mask, [b, w]), &self.device);
-        self.model.try_forward(x, m).map_err(|e| InferError::Input { index: 0, message: e.to_string() })
+        Ok((x, m))
     }
 
     fn rank(&self, probs: &[f32]) -> Prediction {
@@ -544,16 +584,16 @@ pub struct LatencyStats {
     pub samples_per_s: f64,
 }
 
-/// Time `runs` calls of `predict_prepared` on `batch` copies of `window` (after 3 warm-ups).
+/// Time `runs` calls of `predict_prepared` (`transcribe_prepared` for CTC models) on `batch` copies of `window` (after 3 warm-ups).
 pub fn measure(predictor: &Predictor, window: &Prepared, batch: usize, runs: usize) -> Result<LatencyStats> {
     let inputs = vec![window.clone(); batch];
     for _ in 0..3 {
-        predictor.predict_prepared(&inputs)?;
+        predictor.run_once(&inputs)?;
     }
     let mut times = Vec::with_capacity(runs);
     for _ in 0..runs.max(1) {
         let t = Instant::now();
-        predictor.predict_prepared(&inputs)?;
+        predictor.run_once(&inputs)?;
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }
     times.sort_by(f64::total_cmp);

@@ -38,7 +38,9 @@ struct ModelArgs {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Classify a sequence file (.parquet in the ISLR layout, .npy, .npz or .pose) or every such file under a directory.
+    /// Classify a sequence file (.parquet in the ISLR layout, .npy, .npz or .pose) or every such
+    /// file under a directory; a continuous-recognition (CTC) model prints each file's token
+    /// sequence with every token's frames and confidence.
     Predict {
         #[command(flatten)]
         model: ModelArgs,
@@ -66,9 +68,14 @@ enum Command {
         input: PathBuf,
         #[arg(long, default_value_t = 2)]
         hop: usize,
+        /// Classifiers: smoothed probability a sign needs to be reported.
         #[arg(long, default_value_t = 0.5)]
         threshold: f32,
-        /// Frames per evaluation (0 = the model's window).
+        /// CTC models: mean probability a token needs to be reported (0 = every decoded token).
+        #[arg(long, default_value_t = 0.0)]
+        token_threshold: f32,
+        /// Frames per evaluation (0 = the median training sequence for classifiers, the model's
+        /// window for CTC models).
         #[arg(long, default_value_t = 0)]
         window: usize,
         /// Frames with both hands out of view that end a sign (0 = no segmentation at pauses).
@@ -78,7 +85,9 @@ enum Command {
         json: bool,
     },
     /// Evaluate on a labelled dataset (ISLR or npy layout): top-1/top-k, balanced accuracy, macro F1,
-    /// loss, calibration, per class and per signer, confusion matrix.
+    /// loss, calibration, per class and per signer, confusion matrix; for a CTC model on a
+    /// continuous dataset, the CTC loss and greedy and beam error rates (NLD, CER, WER) overall
+    /// and per signer.
     Eval {
         #[command(flatten)]
         model: ModelArgs,
@@ -297,15 +306,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 indicatif::ProgressBar::hidden()
             };
             let mut failed = 0;
-            predictor.predict_files(&files, batch, |f, result| {
+            // Each result as (JSON line, text line), or the error naming the file.
+            let mut show = |f: &Path, result: infer::Result<(serde_json::Value, String)>| {
                 match result {
-                    Ok(p) => bar.suspend(|| {
+                    Ok((value, text)) => bar.suspend(|| {
                         if json {
-                            println!("{}", serde_json::json!({ "path": f, "top": p.top }));
+                            println!("{value}");
                         } else {
-                            let tops: Vec<String> =
-                                p.top.iter().map(|r| format!("{} {:.3}", r.label, r.probability)).collect();
-                            println!("{}: {}", f.display(), tops.join(" | "));
+                            println!("{}: {text}", f.display());
                         }
                     }),
                     Err(e) => {
@@ -314,7 +322,33 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     }
                 }
                 bar.inc(1);
-            })?;
+            };
+            match predictor.card().task {
+                models::Task::Classification => predictor.predict_files(&files, batch, |f, result| {
+                    show(
+                        f,
+                        result.map(|p| {
+                            let tops: Vec<String> =
+                                p.top.iter().map(|r| format!("{} {:.3}", r.label, r.probability)).collect();
+                            (serde_json::json!({ "path": f, "top": p.top }), tops.join(" | "))
+                        }),
+                    )
+                })?,
+                models::Task::Ctc => predictor.transcribe_files(&files, batch, |f, result| {
+                    show(
+                        f,
+                        result.map(|t| {
+                            let spans: Vec<String> = t
+                                .tokens
+                                .iter()
+                                .map(|k| format!("{} [{}-{}] {:.2}", k.label, k.start, k.end, k.confidence))
+                                .collect();
+                            let text = format!("\"{}\" ({})", t.text, spans.join(", "));
+                            (serde_json::json!({ "path": f, "text": t.text, "tokens": t.tokens }), text)
+                        }),
+                    )
+                })?,
+            }
             bar.finish_and_clear();
             if failed > 0 {
                 eprintln!("{failed} of {} inputs could not be classified", files.len());
@@ -322,9 +356,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Stream { model, input, hop, threshold, window, boundary_frames, json } => {
+        Command::Stream { model, input, hop, threshold, token_threshold, window, boundary_frames, json } => {
             let predictor = Arc::new(load(&model, PrecisionSetting::Auto, 5)?);
-            let cfg = StreamConfig { hop, threshold, window_frames: window, boundary_frames, ..Default::default() };
+            let cfg = StreamConfig {
+                hop,
+                threshold,
+                token_threshold,
+                window_frames: window,
+                boundary_frames,
+                ..Default::default()
+            };
             let mut rec = StreamingRecognizer::new(predictor.clone(), cfg)?;
             let print = |e: &infer::SignEvent| -> Result<()> {
                 if json {
@@ -376,7 +417,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 count += 1;
             }
             if count == 0 && !json {
-                println!("no sign recognized above threshold {threshold}");
+                println!("no sign recognized");
             }
             if bad > 0 {
                 eprintln!("{bad} input lines could not be read");
@@ -406,14 +447,24 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let predictor = load(&model, precision, top_k)?;
             let split = resolve_split(split, predictor.card(), valid_fraction, split_seed)?;
             let opts = EvalOptions { split, batch, top_k, max_bad_fraction, progress: !json };
-            let report = infer::eval::evaluate(&predictor, &data, &opts)?;
+            let (pretty, rendered, written) = match predictor.card().task {
+                models::Task::Classification => {
+                    let report = infer::eval::evaluate(&predictor, &data, &opts)?;
+                    let written = out.as_deref().map(|dir| report.write_dir(dir)).transpose()?;
+                    (serde_json::to_string_pretty(&report)?, report.render(), written)
+                }
+                models::Task::Ctc => {
+                    let report = infer::eval_ctc::evaluate(&predictor, &data, &opts)?;
+                    let written = out.as_deref().map(|dir| report.write_dir(dir)).transpose()?;
+                    (serde_json::to_string_pretty(&report)?, report.render(), written)
+                }
+            };
             if json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                println!("{pretty}");
             } else {
-                print!("{}", report.render());
+                print!("{rendered}");
             }
-            if let Some(dir) = out {
-                let written = report.write_dir(&dir)?;
+            if let (Some(dir), Some(written)) = (out, written) {
                 if !json {
                     let names: Vec<String> = written
                         .iter()

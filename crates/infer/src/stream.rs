@@ -14,6 +14,13 @@
 //! starts from an empty window, so no window straddles two signs separated by a pause (such a
 //! window can look like a third sign). Signs run together without a pause still rely on the
 //! run logic alone.
+//!
+//! A continuous-recognition (CTC) model is decoded instead ([`crate::transcribe`]): every `hop`
+//! frames the window (at most the model's window, so frames are never resampled) is decoded
+//! into tokens with frame spans, and a token is reported once it has settled: it ended at least
+//! `settle_frames` frames before the newest frame and starts after the last reported token. At
+//! a pause, a gap or the end of the stream every remaining token is reported. Tokens below
+//! `token_threshold` (mean probability over their frames; 0 by default) are dropped.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -42,6 +49,12 @@ pub struct StreamConfig {
     /// Consecutive frames with both hands out of view that end a sign (0 = off). Needs frames of
     /// the 543-point MediaPipe holistic layout; other layouts never trigger it.
     pub boundary_frames: usize,
+    /// CTC models: frames a token must have ended before the newest frame to be reported.
+    pub settle_frames: usize,
+    /// CTC models: tokens whose mean probability over their frames is below this are dropped
+    /// (0 keeps every decoded token, as `transcribe` does; CTC tokens are often one- or
+    /// two-frame spikes whose mean probability is well below a classifier's).
+    pub token_threshold: f32,
 }
 
 impl Default for StreamConfig {
@@ -54,6 +67,8 @@ impl Default for StreamConfig {
             min_hops: 3,
             max_gap_frames: 30,
             boundary_frames: 5,
+            settle_frames: 6,
+            token_threshold: 0.0,
         }
     }
 }
@@ -101,18 +116,35 @@ pub struct StreamingRecognizer {
     handless: usize,
     /// Evaluations since the window was last emptied.
     segment_evals: usize,
+    /// CTC models: decode tokens instead of classifying windows.
+    ctc: bool,
+    /// CTC: the last frame of the last reported token.
+    reported_until: i64,
 }
 
 impl StreamingRecognizer {
     /// A recognizer over `predictor` (checks `cfg` against the model).
     pub fn new(predictor: Arc<Predictor>, cfg: StreamConfig) -> Result<Self> {
-        if cfg.hop == 0 || cfg.smoothing == 0 || cfg.min_hops == 0 || !(0.0..=1.0).contains(&cfg.threshold) {
+        if cfg.hop == 0
+            || cfg.smoothing == 0
+            || cfg.min_hops == 0
+            || !(0.0..=1.0).contains(&cfg.threshold)
+            || !(0.0..=1.0).contains(&cfg.token_threshold)
+        {
             return Err(InferError::Unsupported(format!(
-                "stream config needs hop, smoothing, min_hops >= 1 and threshold in [0, 1], got {cfg:?}"
+                "stream config needs hop, smoothing, min_hops >= 1 and threshold, token_threshold in [0, 1], got {cfg:?}"
             )));
         }
+        let ctc = predictor.card().task == models::Task::Ctc;
         let window = match cfg.window_frames {
+            0 if ctc => predictor.window(),
             0 => predictor.card().median_frames.unwrap_or(predictor.window()),
+            w if ctc && w > predictor.window() => {
+                return Err(InferError::Unsupported(format!(
+                "stream window of {w} frames is longer than the CTC model's window ({}): its frames would be resampled",
+                predictor.window()
+            )))
+            }
             w => w,
         };
         Ok(Self {
@@ -128,6 +160,8 @@ impl StreamingRecognizer {
             hands: Vec::new(),
             handless: 0,
             segment_evals: 0,
+            ctc,
+            reported_until: i64::MIN,
         })
     }
 
@@ -162,7 +196,11 @@ impl StreamingRecognizer {
                 });
             }
             if frame - last > self.cfg.max_gap_frames {
-                events.extend(self.close_run());
+                if self.ctc {
+                    events.extend(self.decode_window(true)?);
+                } else {
+                    events.extend(self.close_run());
+                }
                 self.reset_window();
             }
         }
@@ -181,7 +219,12 @@ impl StreamingRecognizer {
             self.frames.pop_front();
         }
         self.since_eval += 1;
-        if self.since_eval >= self.cfg.hop && 4 * self.frames.len() >= 3 * self.window {
+        if self.ctc {
+            if self.since_eval >= self.cfg.hop {
+                self.since_eval = 0;
+                events.extend(self.decode_window(false)?);
+            }
+        } else if self.since_eval >= self.cfg.hop && 4 * self.frames.len() >= 3 * self.window {
             self.since_eval = 0;
             events.extend(self.evaluate()?);
         }
@@ -204,6 +247,11 @@ impl StreamingRecognizer {
     /// The sign in the window is over: give a short one (fewer than `min_hops` evaluations) a
     /// last evaluation, report it with the evaluations it could have had, empty the window.
     fn end_segment(&mut self) -> Result<Vec<SignEvent>> {
+        if self.ctc {
+            let events = self.decode_window(true)?;
+            self.reset_window();
+            return Ok(events);
+        }
         let mut events = Vec::new();
         if self.segment_evals < self.cfg.min_hops && 4 * self.frames.len() >= self.window && self.since_eval > 0 {
             events.extend(self.evaluate()?);
@@ -214,23 +262,76 @@ impl StreamingRecognizer {
         Ok(events)
     }
 
-    fn evaluate(&mut self) -> Result<Vec<SignEvent>> {
-        let points = self.points.unwrap_or(0);
-        let mut seq = LandmarkSequence::empty(self.frames.len(), points);
+    /// The window as a landmark sequence.
+    fn window_sequence(&self) -> LandmarkSequence {
+        let mut seq = LandmarkSequence::empty(self.frames.len(), self.points.unwrap_or(0));
         for (t, (id, lms)) in self.frames.iter().enumerate() {
             seq.frame_ids[t] = *id as i32;
             for (p, v) in lms.iter().enumerate() {
                 seq.set(t, p, *v);
             }
         }
-        let sample = Sample::Landmarks(seq);
-        let prepared = match self.predictor.prepare(&sample, self.pushed) {
-            Ok(p) => p,
-            // Nothing visible in the window (e.g. both hands out of view): no sign.
+        seq
+    }
+
+    /// The window as the model's input; `None` when nothing in it is visible.
+    fn prepare_window(&self, seq: LandmarkSequence) -> Result<Option<data::Prepared>> {
+        match self.predictor.prepare(&Sample::Landmarks(seq), self.pushed) {
+            Ok(p) => Ok(Some(p)),
+            // Nothing visible in the window (e.g. both hands out of view).
             Err(InferError::Input { message, .. }) if message.contains("no frame") || message.contains("empty") => {
-                return Ok(self.close_run().into_iter().collect());
+                Ok(None)
             }
-            Err(e) => return Err(e),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// CTC: decode the window and report the tokens that have settled (all new ones when
+    /// `flush`).
+    fn decode_window(&mut self, flush: bool) -> Result<Vec<SignEvent>> {
+        if self.frames.len() < 2 {
+            return Ok(Vec::new());
+        }
+        let seq = self.window_sequence();
+        // Preprocessing may drop frames without a kept landmark: the frame number of each row
+        // of the model's input.
+        let keep = self
+            .predictor
+            .preprocessor()
+            .kept_frames(&seq, std::path::Path::new("stream"))
+            .map_err(InferError::Data)?;
+        let kept: Vec<i64> = self.frames.iter().zip(&keep).filter(|(_, &k)| k).map(|(f, _)| f.0).collect();
+        let Some(prepared) = self.prepare_window(seq)? else { return Ok(Vec::new()) };
+        let (log_probs, valid) = self.predictor.frame_log_probs(std::slice::from_ref(&prepared))?.remove(0);
+        let transcript = self.predictor.decode_frames(&log_probs, valid)?;
+        let newest = self.frames.back().map_or(0, |f| f.0);
+        let frame_of = |row: usize| kept.get(row).copied().unwrap_or(newest);
+        let mut events = Vec::new();
+        for t in transcript.tokens {
+            let (start, end) = (frame_of(t.start), frame_of(t.end));
+            if start <= self.reported_until {
+                continue;
+            }
+            if !flush && end + self.cfg.settle_frames as i64 > newest {
+                break;
+            }
+            self.reported_until = end;
+            if t.confidence >= self.cfg.token_threshold {
+                events.push(SignEvent {
+                    label: t.label,
+                    index: t.index,
+                    confidence: t.confidence,
+                    start_frame: start,
+                    end_frame: end,
+                });
+            }
+        }
+        Ok(events)
+    }
+
+    fn evaluate(&mut self) -> Result<Vec<SignEvent>> {
+        let Some(prepared) = self.prepare_window(self.window_sequence())? else {
+            return Ok(self.close_run().into_iter().collect());
         };
         let probs = self.predictor.probabilities(std::slice::from_ref(&prepared))?.remove(0);
         self.segment_evals += 1;

@@ -16,33 +16,49 @@ struct Trained {
     summary: trainer::report::Summary,
 }
 
+/// Train a model here with the real trainer: `file` (if any) over the built-in default, then
+/// `sets`, with data and runs in a temporary directory, on the CPU, quietly.
+fn train_with(file: Option<&str>, sets: &[&str]) -> Trained {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut b = ConfigBuilder::new();
+    if let Some(f) = file {
+        b.add_file(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs").join(f)).unwrap();
+    }
+    let paths = [
+        format!("data.synthetic_dir={}", tmp.path().join("synth").display()),
+        format!("data.cache_dir={}", tmp.path().join("cache").display()),
+    ];
+    for s in paths
+        .iter()
+        .map(String::as_str)
+        .chain(["training.progress=off", "device.device=cpu"])
+        .chain(sets.iter().copied())
+    {
+        b.add_set(s).unwrap();
+    }
+    let cfg = b.build().unwrap();
+    let run_dir = tmp.path().join("run");
+    let out = trainer::run(cfg.clone(), trainer::RunOptions { run_dir: Some(run_dir.clone()), ..Default::default() })
+        .unwrap();
+    Trained { _tmp: tmp, run_dir, cfg, summary: out.summary.unwrap() }
+}
+
 /// One model for the whole test binary: the built-in default experiment (small conv-transformer,
 /// 32-frame windows) on 6 signs x 6 signers x 4 repetitions, 2 signers held out.
 fn trained() -> &'static Trained {
     static CELL: OnceLock<Trained> = OnceLock::new();
     CELL.get_or_init(|| {
-        let tmp = tempfile::tempdir().unwrap();
-        let mut b = ConfigBuilder::new();
-        for s in [
-            format!("data.synthetic_dir={}", tmp.path().join("synth").display()),
-            format!("data.cache_dir={}", tmp.path().join("cache").display()),
-            "training.progress=off".into(),
-            "device.device=cpu".into(),
-            "training.epochs=15".into(),
-            "synthetic.classes=6".into(),
-            "synthetic.signers=6".into(),
-            "synthetic.repetitions=4".into(),
-            "data.valid_fraction=0.34".into(),
-            "training.batch_size=16".into(),
-        ] {
-            b.add_set(&s).unwrap();
-        }
-        let cfg = b.build().unwrap();
-        let run_dir = tmp.path().join("run");
-        let out =
-            trainer::run(cfg.clone(), trainer::RunOptions { run_dir: Some(run_dir.clone()), ..Default::default() })
-                .unwrap();
-        Trained { _tmp: tmp, run_dir, cfg, summary: out.summary.unwrap() }
+        train_with(
+            None,
+            &[
+                "training.epochs=15",
+                "synthetic.classes=6",
+                "synthetic.signers=6",
+                "synthetic.repetitions=4",
+                "data.valid_fraction=0.34",
+                "training.batch_size=16",
+            ],
+        )
     })
 }
 
@@ -79,7 +95,7 @@ fn predictions_equal_the_trainers_evaluation() {
     let (_, model) = bundle::load_bundle::<device::Backend>(&t.run_dir.join("model"), &dev).unwrap();
     let pre = Arc::new(data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap());
     let prepared = trainer::resolve::prepare_data(&t.cfg, &pre, false).unwrap();
-    let eval = trainer::train::evaluate(&model, &prepared.dataset, &pre, &valid, 8, 1, &dev);
+    let eval = trainer::validate::evaluate(&model, &prepared.dataset, &pre, &valid, 8, 1, &t.cfg.ctc, &dev);
 
     let ours: Vec<usize> = preds.iter().map(|p| p.best().index).collect();
     assert_eq!(ours, eval.predictions, "infer (raw files -> both preprocessing stages) vs trainer (cached stage 1)");
@@ -376,12 +392,12 @@ fn evaluation_matches_the_trainers_validation_and_writes_its_files() {
     // The trainer's evaluation of the same weights on its validation split.
     let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
     let (_, model) = bundle::load_bundle::<device::Backend>(&t.run_dir.join("model"), &dev).unwrap();
-    let eval = trainer::train::evaluate(&model, &prepared.dataset, &pre, &prepared.valid, 8, 1, &dev);
+    let eval = trainer::validate::evaluate(&model, &prepared.dataset, &pre, &prepared.valid, 8, 1, &t.cfg.ctc, &dev);
     let summary = t.summary.clone();
     assert_eq!(report.n, prepared.valid.len());
     assert_eq!(report.groups, summary.valid_groups);
     assert!((report.top1 - eval.top1).abs() < 1e-12, "{} vs {}", report.top1, eval.top1);
-    assert!((report.top_k_accuracy - eval.top5).abs() < 1e-12);
+    assert!((report.top_k_accuracy - eval.top5.unwrap()).abs() < 1e-12);
     assert!((report.loss - eval.loss).abs() < 1e-4, "{} vs {}", report.loss, eval.loss);
     let theirs: std::collections::HashMap<&Path, &str> = prepared
         .valid
@@ -902,4 +918,111 @@ fn pytorch_weights_import_through_the_cli_and_export_as_safetensors() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("model.safetensors"), "{err}");
     assert!(!dir.path().join("bad").exists());
+}
+
+/// One continuous-recognition model for the test binary: `configs/ctc.toml` as shipped (12 signs,
+/// sentences of 2-4 signs by 8 signers, 2 held out; about 1.5 minutes on 2 CPU cores).
+fn trained_ctc() -> &'static Trained {
+    static CELL: OnceLock<Trained> = OnceLock::new();
+    CELL.get_or_init(|| train_with(Some("ctc.toml"), &[]))
+}
+
+#[test]
+fn ctc_transcripts_evaluation_and_stream_agree_with_the_trainer() {
+    use infer::eval::{EvalOptions, Split};
+    let t = trained_ctc();
+    let predictor = Arc::new(Predictor::load(&t.run_dir, &cpu(None)).unwrap());
+    assert_eq!(predictor.card().task, models::Task::Ctc);
+    let pre = Arc::new(data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap());
+    let prepared = trainer::resolve::prepare_data(&t.cfg, &pre, false).unwrap();
+
+    // `infer eval` scores the held-out signer exactly as the trainer's validation did.
+    let split = Split::from_card(predictor.card(), true).unwrap();
+    let opts = EvalOptions { split, batch: 5, progress: false, ..Default::default() };
+    let report = infer::eval_ctc::evaluate(&predictor, &prepared.root, &opts).unwrap();
+    let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
+    let (_, model) = bundle::load_bundle::<device::Backend>(&t.run_dir.join("model"), &dev).unwrap();
+    let eval = trainer::validate::evaluate(&model, &prepared.dataset, &pre, &prepared.valid, 8, 1, &t.cfg.ctc, &dev);
+    let ours = eval.sequences.unwrap();
+    eprintln!("{}", report.render());
+    assert_eq!(report.n, prepared.valid.len());
+    assert_eq!((report.greedy, report.beam), (ours.greedy, ours.beam));
+    assert!((report.loss - eval.loss).abs() < 1e-4, "{} vs {}", report.loss, eval.loss);
+    // The error rate configs/ctc.toml states, and beam search at least as good as greedy.
+    assert!(report.beam.cer <= 0.05, "held-out beam CER {} (configs/ctc.toml states <= 0.05)", report.beam.cer);
+    assert!(report.beam.cer <= report.greedy.cer, "beam {:?} vs greedy {:?}", report.beam, report.greedy);
+    assert_eq!(Some(*ours.chosen()), predictor.card().ctc.as_ref().unwrap().valid);
+
+    // Transcribing the files gives the evaluation's hypotheses, with ordered spans in the window.
+    let files: Vec<PathBuf> = report.sequences.iter().map(|s| s.path.clone()).collect();
+    let mut texts = Vec::new();
+    predictor.transcribe_files(&files, 4, |_, r| texts.push(r.unwrap())).unwrap();
+    for (tr, s) in texts.iter().zip(&report.sequences) {
+        assert_eq!(tr.text, s.hypothesis);
+        assert!(tr.tokens.windows(2).all(|w| w[0].end < w[1].start), "{tr:?}");
+        assert!(tr.tokens.iter().all(|k| k.end < predictor.window() && k.confidence > 0.0 && k.confidence <= 1.0));
+        assert!(tr.tokens.iter().all(|k| k.label == predictor.labels()[k.index] && k.index != 0));
+    }
+    // A classifier's call on a CTC model (and the reverse) is an error saying what to call.
+    let sample = predictor.read_file(&files[0]).unwrap();
+    let err = predictor.predict(&sample).unwrap_err().to_string();
+    assert!(err.contains("continuous-recognition (CTC) model") && err.contains("transcribe"), "{err}");
+    let classifier = Predictor::load(&trained().run_dir, &cpu(None)).unwrap();
+    let err = classifier.transcribe(&sample).unwrap_err().to_string();
+    assert!(err.contains("sign classifier") && err.contains("predict"), "{err}");
+
+    // Streaming: tokens come out as they settle, in order, and for sentences the model
+    // transcribes exactly (and that fit its window) the stream reports the same signs at the same
+    // frames (±3).
+    let mut exact_sentences = 0;
+    let mut agreed = 0;
+    for (tr, s) in texts.iter().zip(&report.sequences) {
+        let Sample::Landmarks(seq) = predictor.read_file(&s.path).unwrap() else { panic!("landmarks") };
+        // Only sentences that fit the window keep their frame numbers in the transcript.
+        if s.edits > 0 || seq.frames() > predictor.window() {
+            continue;
+        }
+        exact_sentences += 1;
+        let mut rec = StreamingRecognizer::new(predictor.clone(), StreamConfig::default()).unwrap();
+        let mut events = Vec::new();
+        for (i, f) in frames_of(&seq).iter().enumerate() {
+            events.extend(rec.push(i as i64, f).unwrap());
+        }
+        events.extend(rec.finish().unwrap());
+        assert!(events.windows(2).all(|w| w[0].end_frame < w[1].start_frame), "{events:?}");
+        let same = events.len() == tr.tokens.len()
+            && events.iter().zip(&tr.tokens).all(|(e, k)| {
+                e.index == k.index
+                    && (e.start_frame - k.start as i64).abs() <= 3
+                    && (e.end_frame - k.end as i64).abs() <= 3
+            });
+        if !same {
+            eprintln!("stream {:?}\ntranscript {:?}", events, tr.tokens);
+        }
+        agreed += usize::from(same);
+    }
+    eprintln!("stream agrees with the whole-sentence transcript on {agreed} of {exact_sentences} sentences");
+    assert!(exact_sentences >= 5, "too few exactly transcribed sentences: {exact_sentences}");
+    assert!(agreed * 10 >= exact_sentences * 9, "stream agreed on {agreed} of {exact_sentences}");
+
+    // The CLI: `predict` prints the transcript, `eval` the error rates.
+    let bin = env!("CARGO_BIN_EXE_infer");
+    let out = std::process::Command::new(bin)
+        .args(["predict", "--device", "cpu", "--model"])
+        .arg(&t.run_dir)
+        .arg("--input")
+        .arg(&files[0])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.contains(&format!("\"{}\"", texts[0].text)), "{stdout}");
+    let out = std::process::Command::new(bin)
+        .args(["eval", "--device", "cpu", "--split", "valid", "--model"])
+        .arg(&t.run_dir)
+        .arg("--data")
+        .arg(&prepared.root)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.contains("beam (width 8)") && stdout.contains("NLD"), "{stdout}");
 }

@@ -11,7 +11,7 @@
 
 use burn::prelude::ToElement;
 use burn::tensor::activation::log_softmax;
-use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{Tensor, TensorData};
 
 /// Loss and gradient of one sequence.
@@ -111,6 +111,13 @@ pub fn ctc_one(log_probs: &[f32], classes: usize, length: usize, target: &[usize
     CtcOutput { nll: -log_p, grad }
 }
 
+/// The log-softmax over classes of `[batch, frames, classes]` logits, in f32, read to the host
+/// (row-major): what the CTC loss and the decoders take.
+pub fn host_log_probs<B: Backend>(logits: Tensor<B, 3>) -> Vec<f32> {
+    let log_probs = log_softmax(logits.cast(burn::tensor::DType::F32), 2);
+    log_probs.into_data().convert::<f32>().to_vec().expect("f32 data")
+}
+
 /// How per-sequence losses become one number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reduction {
@@ -150,8 +157,7 @@ pub fn ctc_loss_with_log_probs<B: AutodiffBackend>(
     let [batch, frames, classes] = logits.dims();
     let device = logits.device();
     let logits = logits.cast(burn::tensor::DType::F32);
-    let log_probs = log_softmax(logits.clone().detach(), 2);
-    let host: Vec<f32> = log_probs.into_data().convert::<f32>().to_vec().expect("f32 data");
+    let host = host_log_probs(logits.clone().detach());
     let per = frames * classes;
     let outputs: Vec<CtcOutput> =
         (0..batch).map(|b| ctc_one(&host[b * per..(b + 1) * per], classes, lengths[b], &targets[b], blank)).collect();

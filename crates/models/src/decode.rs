@@ -31,6 +31,16 @@ pub struct DecodeConfig {
     pub beam_width: usize,
 }
 
+impl Decoder {
+    /// The config name (`greedy`, `beam`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Greedy => "greedy",
+            Self::Beam => "beam",
+        }
+    }
+}
+
 impl Default for DecodeConfig {
     fn default() -> Self {
         Self { decoder: Decoder::Beam, beam_width: 8 }
@@ -47,11 +57,18 @@ impl DecodeConfig {
     }
 
     /// The tokens of one sequence's `[frames, classes]` log-probabilities (first `length`
-    /// frames real) with this decoder.
-    pub fn decode(&self, log_probs: &[f32], classes: usize, length: usize, blank: usize) -> Vec<usize> {
+    /// frames real) with this decoder, each with its frames and confidence (beam search output
+    /// is placed on the frames by [`align`]).
+    pub fn decode(&self, log_probs: &[f32], classes: usize, length: usize, blank: usize) -> Vec<Token> {
         match self.decoder {
-            Decoder::Greedy => greedy(log_probs, classes, length, blank).into_iter().map(|t| t.index).collect(),
-            Decoder::Beam => beam(log_probs, classes, length, blank, self.beam_width).0,
+            Decoder::Greedy => greedy(log_probs, classes, length, blank),
+            Decoder::Beam => {
+                let (tokens, _) = beam(log_probs, classes, length, blank, self.beam_width);
+                // The beam's labelling was built from alignments of non-zero probability, so it
+                // aligns; the greedy path stands in only if every path had probability 0.
+                align(log_probs, classes, length, &tokens, blank)
+                    .unwrap_or_else(|| greedy(log_probs, classes, length, blank))
+            }
         }
     }
 }
@@ -92,6 +109,69 @@ pub fn greedy(log_probs: &[f32], classes: usize, length: usize, blank: usize) ->
         prev = k;
     }
     out
+}
+
+/// The most probable alignment (Viterbi path over the blank-extended target) of `tokens` to the
+/// first `length` frames of `[frames, classes]` log-probabilities, as [`Token`]s with the
+/// frames each token occupies on that path and its mean probability there. `None` when
+/// `tokens` cannot fit the frames (a repeated token needs a blank between its copies).
+pub fn align(log_probs: &[f32], classes: usize, length: usize, tokens: &[usize], blank: usize) -> Option<Vec<Token>> {
+    let frames = length.min(log_probs.len() / classes.max(1));
+    if tokens.is_empty() {
+        return Some(Vec::new());
+    }
+    if frames == 0 {
+        return None;
+    }
+    let ext: Vec<usize> = std::iter::once(blank).chain(tokens.iter().flat_map(|&l| [l, blank])).collect();
+    let states = ext.len();
+    let lp = |t: usize, s: usize| log_probs[t * classes + ext[s]];
+    let neg = f32::NEG_INFINITY;
+    let mut score = vec![neg; states];
+    let mut back = vec![0u8; frames * states];
+    score[0] = lp(0, 0);
+    score[1] = lp(0, 1);
+    let mut next = vec![neg; states];
+    for t in 1..frames {
+        for s in 0..states {
+            let mut best = (score[s], 0u8);
+            if s >= 1 && score[s - 1] > best.0 {
+                best = (score[s - 1], 1);
+            }
+            if s >= 2 && ext[s] != blank && ext[s] != ext[s - 2] && score[s - 2] > best.0 {
+                best = (score[s - 2], 2);
+            }
+            next[s] = if best.0 == neg { neg } else { best.0 + lp(t, s) };
+            back[t * states + s] = best.1;
+        }
+        std::mem::swap(&mut score, &mut next);
+    }
+    let mut s = if score[states - 1] >= score[states - 2] { states - 1 } else { states - 2 };
+    if score[s] == neg {
+        return None;
+    }
+    let mut path = vec![0usize; frames];
+    for t in (0..frames).rev() {
+        path[t] = s;
+        s -= usize::from(back[t * states + s]);
+    }
+    let mut out: Vec<Token> = Vec::with_capacity(tokens.len());
+    for (t, &s) in path.iter().enumerate() {
+        if s % 2 == 0 {
+            continue;
+        }
+        let p = lp(t, s).exp();
+        let same_token = out.len() == s.div_ceil(2);
+        match out.last_mut() {
+            Some(last) if same_token => {
+                let run = (t - last.start + 1) as f32;
+                last.end = t;
+                last.confidence += (p - last.confidence) / run;
+            }
+            _ => out.push(Token { index: ext[s], start: t, end: t, confidence: p }),
+        }
+    }
+    Some(out)
 }
 
 fn log_add(a: f32, b: f32) -> f32 {
@@ -223,22 +303,36 @@ pub struct ErrorCounts {
     pub word_edits: usize,
     /// Summed reference length in words.
     pub words: usize,
+    /// Sequences added.
+    pub sequences: usize,
+    /// Sequences decoded exactly.
+    pub exact: usize,
 }
 
 impl ErrorCounts {
-    /// Add one (hypothesis, reference) pair; `separator` is the word-boundary token (space), if any.
+    /// Add one (hypothesis, reference) pair. `separator` is the word-boundary token (a space
+    /// among characters); without one every token is a word (glosses), so the word error rate
+    /// equals the token error rate.
     pub fn add(&mut self, hypothesis: &[usize], reference: &[usize], separator: Option<usize>) {
-        self.token_edits += levenshtein(hypothesis, reference);
+        let edits = levenshtein(hypothesis, reference);
+        self.token_edits += edits;
         self.tokens += reference.len();
-        let words = |s: &[usize]| -> Vec<Vec<usize>> {
-            match separator {
-                Some(sep) => s.split(|&t| t == sep).filter(|w| !w.is_empty()).map(<[usize]>::to_vec).collect(),
-                None => vec![s.to_vec()],
+        self.sequences += 1;
+        self.exact += usize::from(hypothesis == reference);
+        match separator {
+            Some(sep) => {
+                let words = |s: &[usize]| -> Vec<Vec<usize>> {
+                    s.split(|&t| t == sep).filter(|w| !w.is_empty()).map(<[usize]>::to_vec).collect()
+                };
+                let (h, r) = (words(hypothesis), words(reference));
+                self.word_edits += levenshtein(&h, &r);
+                self.words += r.len();
             }
-        };
-        let (h, r) = (words(hypothesis), words(reference));
-        self.word_edits += levenshtein(&h, &r);
-        self.words += r.len();
+            None => {
+                self.word_edits += edits;
+                self.words += reference.len();
+            }
+        }
     }
 
     /// The competition's normalized Levenshtein score `(N - D) / N` (1 = perfect; can go below 0).
@@ -258,6 +352,35 @@ impl ErrorCounts {
     pub fn wer(&self) -> f64 {
         self.word_edits as f64 / self.words.max(1) as f64
     }
+
+    /// Share of sequences decoded exactly.
+    pub fn sequence_accuracy(&self) -> f64 {
+        self.exact as f64 / self.sequences.max(1) as f64
+    }
+
+    /// The rates, for reports.
+    pub fn scores(&self) -> Scores {
+        Scores {
+            nld: self.normalized_levenshtein(),
+            cer: self.cer(),
+            wer: self.wer(),
+            sequence_accuracy: self.sequence_accuracy(),
+        }
+    }
+}
+
+/// The error rates of one decoder over a set (what `summary.json`, the epoch records and
+/// `infer eval` report).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Scores {
+    /// Normalized Levenshtein score `(N - D) / N` (higher is better).
+    pub nld: f64,
+    /// Token (character) error rate.
+    pub cer: f64,
+    /// Word error rate (gloss error rate for gloss vocabularies).
+    pub wer: f64,
+    /// Share of sequences decoded exactly.
+    pub sequence_accuracy: f64,
 }
 
 #[cfg(test)]
@@ -337,6 +460,69 @@ mod tests {
         }
     }
 
+    /// The best single path collapsing to `target`, by enumerating every path (tiny cases).
+    fn best_path(lp: &[f32], classes: usize, frames: usize, target: &[usize]) -> Option<Vec<usize>> {
+        let mut best: Option<(f32, Vec<usize>)> = None;
+        for code in 0..classes.pow(frames as u32) {
+            let path: Vec<usize> = (0..frames).map(|t| code / classes.pow(t as u32) % classes).collect();
+            let mut collapsed = Vec::new();
+            let mut prev = 0;
+            for &k in &path {
+                if k != 0 && k != prev {
+                    collapsed.push(k);
+                }
+                prev = k;
+            }
+            let score: f32 = path.iter().enumerate().map(|(t, &k)| lp[t * classes + k]).sum();
+            if collapsed == target && best.as_ref().is_none_or(|b| score > b.0) {
+                best = Some((score, path));
+            }
+        }
+        best.map(|b| b.1)
+    }
+
+    #[test]
+    fn alignment_is_the_best_path_of_the_labelling() {
+        let (classes, frames) = (3, 6);
+        let mut seed = 7u64;
+        for case in 0..40 {
+            let lp: Vec<f32> = (0..frames)
+                .flat_map(|_| {
+                    let z: Vec<f32> = (0..classes)
+                        .map(|_| {
+                            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                            (seed >> 33) as f32 / (1u64 << 31) as f32 * 4.0
+                        })
+                        .collect();
+                    let lse = z.iter().map(|v| v.exp()).sum::<f32>().ln();
+                    z.into_iter().map(move |v| v - lse)
+                })
+                .collect();
+            let targets: [&[usize]; 4] = [&[1], &[1, 2], &[2, 2], &[1, 2, 1]];
+            let target = targets[case % 4];
+            let path = best_path(&lp, classes, frames, target).expect("fits");
+            let got = align(&lp, classes, frames, target, 0).expect("fits");
+            assert_eq!(got.iter().map(|t| t.index).collect::<Vec<_>>(), target);
+            // Every frame the best path gives a token lies in that token's span, and the
+            // spans follow each other.
+            for (k, tok) in got.iter().enumerate() {
+                assert!(tok.start <= tok.end && (k == 0 || got[k - 1].end < tok.start));
+                for t in tok.start..=tok.end {
+                    assert_eq!(path[t], tok.index, "case {case} frame {t}: {path:?} vs {got:?}");
+                }
+                let mean = (tok.start..=tok.end).map(|t| lp[t * classes + tok.index].exp()).sum::<f32>()
+                    / (tok.end - tok.start + 1) as f32;
+                assert!((tok.confidence - mean).abs() < 1e-5);
+            }
+            let on_tokens: usize = got.iter().map(|t| t.end - t.start + 1).sum();
+            assert_eq!(on_tokens, path.iter().filter(|&&k| k != 0).count());
+        }
+        // "a a" needs a blank between: 2 frames cannot hold it.
+        let lp = vec![(0.5f32).ln(); 2 * 2];
+        assert!(align(&lp, 2, 2, &[1, 1], 0).is_none());
+        assert_eq!(align(&lp, 2, 2, &[], 0), Some(Vec::new()));
+    }
+
     #[test]
     fn edit_distances_and_rates() {
         assert_eq!(levenshtein(b"kitten", b"sitting"), 3);
@@ -348,5 +534,13 @@ mod tests {
         assert_eq!((c.token_edits, c.tokens, c.word_edits, c.words), (1, 5, 1, 2));
         assert!((c.normalized_levenshtein() - 0.8).abs() < 1e-12);
         assert!((c.cer() - 0.2).abs() < 1e-12 && (c.wer() - 0.5).abs() < 1e-12);
+        // Glosses: every token a word; one exact sequence of two.
+        c.add(&[7, 8], &[7, 8], None);
+        c.add(&[7], &[7, 8, 6], None);
+        assert_eq!((c.token_edits, c.tokens, c.word_edits, c.words), (3, 10, 3, 7));
+        assert_eq!((c.sequences, c.exact), (3, 1));
+        let s = c.scores();
+        assert!((s.cer - 0.3).abs() < 1e-12 && (s.wer - 3.0 / 7.0).abs() < 1e-12);
+        assert!((s.nld - 0.7).abs() < 1e-12 && (s.sequence_accuracy - 1.0 / 3.0).abs() < 1e-12);
     }
 }

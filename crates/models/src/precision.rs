@@ -133,6 +133,17 @@ impl<B: Kernels> ComputeModel<B> {
         self.model.check_input(inputs.dims(), pad_mask.dims())?;
         Ok(self.forward(inputs, pad_mask))
     }
+
+    /// [`Self::forward_frames`] after checking the input shapes against the model (an error
+    /// instead of a panic inside Burn).
+    pub fn try_forward_frames(
+        &self,
+        inputs: Tensor<B, 3>,
+        pad_mask: Tensor<B, 2, Bool>,
+    ) -> Result<Tensor<B, 3>, ModelError> {
+        self.model.check_input(inputs.dims(), pad_mask.dims())?;
+        Ok(self.forward_frames(inputs, pad_mask))
+    }
 }
 
 /// Counts trainable parameters: every float `Param` except BatchNorm running statistics, which

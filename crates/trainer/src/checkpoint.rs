@@ -33,8 +33,11 @@ pub struct EpochRecord {
     pub valid_loss: Option<f64>,
     /// Validation top-1.
     pub valid_top1: Option<f64>,
-    /// Validation top-5.
+    /// Validation top-5 (classification).
     pub valid_top5: Option<f64>,
+    /// Validation decoding scores (CTC).
+    #[serde(default)]
+    pub valid_sequences: Option<crate::validate::SequenceScores>,
     /// The LR of the epoch's last step.
     pub lr: f64,
     /// Training throughput of the epoch.

@@ -241,10 +241,13 @@ impl Default for ScheduleConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Metric {
-    /// Mean validation cross-entropy (lower is better).
+    /// Mean validation loss (lower is better).
     ValidLoss,
-    /// Validation top-1 accuracy (higher is better).
+    /// Validation top-1 accuracy; for CTC the sequence accuracy (higher is better).
     ValidTop1,
+    /// Validation token (character) error rate of the configured decoder, CTC only (lower is
+    /// better).
+    ValidCer,
 }
 
 impl Metric {
@@ -253,14 +256,25 @@ impl Metric {
         match self {
             Self::ValidLoss => "valid_loss",
             Self::ValidTop1 => "valid_top1",
+            Self::ValidCer => "valid_cer",
         }
     }
 
     /// Whether `new` beats `best` by more than `min_delta`.
     pub fn improves(self, new: f64, best: f64, min_delta: f64) -> bool {
         match self {
-            Self::ValidLoss => new < best - min_delta,
+            Self::ValidLoss | Self::ValidCer => new < best - min_delta,
             Self::ValidTop1 => new > best + min_delta,
+        }
+    }
+
+    /// The metric's value in `eval` (`ValidCer` without decoding scores is NaN, which never
+    /// improves; config validation refuses it for classification).
+    pub fn value(self, eval: &crate::validate::Evaluation) -> f64 {
+        match self {
+            Self::ValidLoss => eval.loss,
+            Self::ValidTop1 => eval.top1,
+            Self::ValidCer => eval.sequences.map_or(f64::NAN, |s| s.chosen().cer),
         }
     }
 }
@@ -847,6 +861,11 @@ impl ExperimentConfig {
                 self.sentences.validate().map_err(config_key)?;
             }
         }
+        check(
+            self.task == Task::Ctc || self.training.early_stopping.metric != Metric::ValidCer,
+            "training.early_stopping.metric",
+            || "\"valid_cer\" needs task = \"ctc\"; use \"valid_top1\" or \"valid_loss\"".into(),
+        )?;
         if self.task == Task::Ctc {
             self.ctc.validate()?;
             check(

@@ -36,6 +36,8 @@ pub struct FoldResult {
     pub valid_top1: Option<f64>,
     /// Validation loss of the exported weights.
     pub valid_loss: Option<f64>,
+    /// CTC: validation token error rate of the exported weights (configured decoder).
+    pub valid_cer: Option<f64>,
     /// Read back from an earlier invocation instead of trained now.
     pub reused: bool,
 }
@@ -82,6 +84,8 @@ pub struct CvSummary {
     pub valid_top1: Option<Spread>,
     /// Validation loss over the folds.
     pub valid_loss: Option<Spread>,
+    /// CTC: validation token error rate over the folds.
+    pub valid_cer: Option<Spread>,
 }
 
 impl CvSummary {
@@ -91,13 +95,14 @@ impl CvSummary {
         let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.4}"));
         for f in &self.per_fold {
             s += &format!(
-                "  fold {}: {} held-out signers, {} sequences (train {}): top-1 {}  loss {}{}\n",
+                "  fold {}: {} held-out signers, {} sequences (train {}): top-1 {}  loss {}{}{}\n",
                 f.fold,
                 f.valid_groups,
                 f.valid_samples,
                 f.train_samples,
                 opt(f.valid_top1),
                 opt(f.valid_loss),
+                f.valid_cer.map_or(String::new(), |c| format!("  CER {c:.4}")),
                 if f.reused { "  (done earlier)" } else { "" }
             );
         }
@@ -106,6 +111,9 @@ impl CvSummary {
         }
         if let Some(l) = self.valid_loss {
             s += &format!("validation loss  {:.4} +- {:.4}\n", l.mean, l.std);
+        }
+        if let Some(c) = self.valid_cer {
+            s += &format!("validation CER   {:.4} +- {:.4}\n", c.mean, c.std);
         }
         s
     }
@@ -154,6 +162,7 @@ pub fn run_cv(cfg: &ExperimentConfig, folds: usize, dir: Option<PathBuf>) -> Res
             train_samples: count("train_samples"),
             valid_top1: card.valid_top1,
             valid_loss: card.valid_loss,
+            valid_cer: card.ctc.as_ref().and_then(|c| c.valid).map(|v| v.cer),
             run_dir,
             reused,
         });
@@ -165,6 +174,7 @@ pub fn run_cv(cfg: &ExperimentConfig, folds: usize, dir: Option<PathBuf>) -> Res
         split_seed: cfg.data.split_seed,
         valid_top1: Spread::of(per_fold.iter().filter_map(|f| f.valid_top1)),
         valid_loss: Spread::of(per_fold.iter().filter_map(|f| f.valid_loss)),
+        valid_cer: Spread::of(per_fold.iter().filter_map(|f| f.valid_cer)),
         per_fold,
     };
     bundle::atomic::write_json(&dir.join(layout::CV_FILE), &summary)?;

@@ -72,6 +72,12 @@ pub fn export_model(
             lens.get(lens.len() / 2).copied()
         },
         split: Some(training_split(run)),
+        task: cfg.task,
+        ctc: ds.continuous.map(|unit| bundle::CtcCard {
+            unit,
+            decode: cfg.ctc.clone(),
+            valid: exported_epoch.as_ref().and_then(|h| h.valid_sequences).map(|s| *s.chosen()),
+        }),
         ..ModelCard::new(
             cfg.model.clone(),
             cfg.preprocess.clone(),
@@ -139,6 +145,7 @@ pub fn summary(p: SummaryParts<'_>) -> Summary {
         device: run.compute.device.selection.name.clone(),
         device_reason: run.compute.device.selection.reason.clone(),
         model: run.config.model.kind().into(),
+        task: run.config.task,
         data_root: data.root.clone(),
         trainable_params: models::trainable_params(p.model),
         input_features: ds.features,

@@ -50,6 +50,7 @@ pub mod step;
 pub mod tensorboard;
 pub mod train;
 pub mod tune;
+pub mod validate;
 
 use std::path::PathBuf;
 

@@ -12,8 +12,10 @@ use crate::checkpoint::EpochRecord;
 use crate::{Result, TrainError};
 
 /// The CSV header of `metrics.csv`.
-pub const HEADER: &str = "kind,epoch,step,samples,loss,top1,lr,grad_norm,samples_per_s,valid_loss,valid_top1,valid_top5,elapsed_s,loss_scale,mem_in_use_mib,mem_reserved_mib";
-const COLUMNS: usize = 16;
+pub const HEADER: &str = "kind,epoch,step,samples,loss,top1,lr,grad_norm,samples_per_s,valid_loss,valid_top1,valid_top5,elapsed_s,loss_scale,mem_in_use_mib,mem_reserved_mib,valid_cer,valid_greedy_cer,valid_nld";
+const COLUMNS: usize = 19;
+/// Rows of files written before the CTC columns were added (read back on resume).
+const COLUMNS_WITHOUT_CTC: usize = 16;
 
 /// One row; `None` leaves the cell empty.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -50,6 +52,12 @@ pub struct Row {
     pub mem_in_use_mib: Option<f64>,
     /// Device memory reserved by the pool (memory rows).
     pub mem_reserved_mib: Option<f64>,
+    /// Validation token error rate of the configured CTC decoder (CTC epoch rows).
+    pub valid_cer: Option<f64>,
+    /// Validation token error rate of greedy decoding (CTC epoch rows).
+    pub valid_greedy_cer: Option<f64>,
+    /// Validation normalized Levenshtein score of the configured decoder (CTC epoch rows).
+    pub valid_nld: Option<f64>,
 }
 
 fn cell(v: Option<f64>) -> String {
@@ -77,6 +85,9 @@ impl Row {
             loss_scale: scaler.enabled.then_some(scaler.scale),
             mem_in_use_mib: record.peak_mem_in_use_mib,
             mem_reserved_mib: record.peak_mem_reserved_mib,
+            valid_cer: record.valid_sequences.map(|s| s.chosen().cer),
+            valid_greedy_cer: record.valid_sequences.map(|s| s.greedy.cer),
+            valid_nld: record.valid_sequences.map(|s| s.chosen().nld),
             ..Self::default()
         }
     }
@@ -100,42 +111,39 @@ impl Row {
             self.loss_scale.map(|x| format!("{x}")).unwrap_or_default(),
             self.mem_in_use_mib.map(|x| format!("{x:.1}")).unwrap_or_default(),
             self.mem_reserved_mib.map(|x| format!("{x:.1}")).unwrap_or_default(),
+            cell(self.valid_cer),
+            cell(self.valid_greedy_cer),
+            cell(self.valid_nld),
         ]
     }
 
     /// The TensorBoard scalars of this row: `train/*` for step rows, `epoch/*` and `valid/*` for
     /// epoch rows, `memory/*` for memory rows; `lr`, `grad_norm`, `loss_scale` where present.
     pub fn scalars(&self) -> Vec<(&'static str, f64)> {
-        let fields: [(&'static str, Option<f64>); 8] = match self.kind {
-            "epoch" => [
+        let fields: Vec<(&'static str, Option<f64>)> = match self.kind {
+            "epoch" => vec![
                 ("epoch/train_loss", self.loss),
                 ("epoch/train_top1", self.top1),
                 ("valid/loss", self.valid_loss),
                 ("valid/top1", self.valid_top1),
                 ("valid/top5", self.valid_top5),
+                ("valid/cer", self.valid_cer),
+                ("valid/greedy_cer", self.valid_greedy_cer),
+                ("valid/nld", self.valid_nld),
                 ("epoch/samples_per_s", self.samples_per_s),
                 ("memory/peak_in_use_mib", self.mem_in_use_mib),
                 ("memory/peak_reserved_mib", self.mem_reserved_mib),
             ],
-            "memory" => [
-                ("memory/in_use_mib", self.mem_in_use_mib),
-                ("memory/reserved_mib", self.mem_reserved_mib),
-                ("", None),
-                ("", None),
-                ("", None),
-                ("", None),
-                ("", None),
-                ("", None),
-            ],
-            _ => [
+            "memory" => {
+                vec![("memory/in_use_mib", self.mem_in_use_mib), ("memory/reserved_mib", self.mem_reserved_mib)]
+            }
+            _ => vec![
                 ("train/loss", self.loss),
                 ("train/top1", self.top1),
                 ("lr", self.lr),
                 ("grad_norm", self.grad_norm),
                 ("train/samples_per_s", self.samples_per_s),
                 ("loss_scale", self.loss_scale),
-                ("", None),
-                ("", None),
             ],
         };
         fields.into_iter().filter_map(|(t, v)| v.map(|v| (t, v))).collect()
@@ -154,7 +162,7 @@ fn parse(text: &str) -> Vec<(usize, csv::StringRecord)> {
     let mut r = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_bytes());
     r.records()
         .filter_map(|rec| rec.ok())
-        .filter(|rec| rec.len() == COLUMNS)
+        .filter(|rec| rec.len() == COLUMNS || rec.len() == COLUMNS_WITHOUT_CTC)
         .map(|rec| (rec.position().map(|p| p.line() as usize).unwrap_or(0), rec))
         .collect()
 }
@@ -181,7 +189,8 @@ impl MetricsWriter {
                 let mut kept = format!("{HEADER}\n").into_bytes();
                 for (_, rec) in parse(&text) {
                     if rec.get(2).and_then(|s| s.parse::<usize>().ok()).is_some_and(|s| s <= step) {
-                        let cells: Vec<String> = rec.iter().map(String::from).collect();
+                        let mut cells: Vec<String> = rec.iter().map(String::from).collect();
+                        cells.resize(COLUMNS, String::new());
                         kept.extend(csv_line(&cells));
                     }
                 }
@@ -222,7 +231,8 @@ pub fn read_rows(path: &Path) -> Result<Vec<Row>> {
     let num = |s: &str| s.parse::<f64>().ok();
     let mut rows = Vec::new();
     for (_, rec) in parse(&text) {
-        let c: Vec<&str> = rec.iter().collect();
+        let mut c: Vec<&str> = rec.iter().collect();
+        c.resize(COLUMNS, "");
         rows.push(Row {
             kind: match c[0] {
                 "epoch" => "epoch",
@@ -244,6 +254,9 @@ pub fn read_rows(path: &Path) -> Result<Vec<Row>> {
             loss_scale: num(c[13]),
             mem_in_use_mib: num(c[14]),
             mem_reserved_mib: num(c[15]),
+            valid_cer: num(c[16]),
+            valid_greedy_cer: num(c[17]),
+            valid_nld: num(c[18]),
         });
     }
     Ok(rows)

@@ -123,6 +123,7 @@ pub fn curves_svg(rows: &[Row]) -> String {
             Series { name: "train top-1", color: "#3182bd", points: pick(&epochs, &|r| r.top1) },
             Series { name: "valid top-1", color: "#e6550d", points: pick(&epochs, &|r| r.valid_top1) },
             Series { name: "valid top-5", color: "#31a354", points: pick(&epochs, &|r| r.valid_top5) },
+            Series { name: "valid NLD", color: "#756bb1", points: pick(&epochs, &|r| r.valid_nld.map(|v| v.max(0.0))) },
         ],
         Some((0.0, 1.0)),
     );

@@ -74,6 +74,29 @@ impl Progress {
     }
 }
 
+/// Validation figures on one line: `loss .. top-1 .. top-5 ..`, or for CTC the loss, both
+/// decoders' token error rates, and the chosen decoder's normalized Levenshtein score, word
+/// error rate and share of exact sequences.
+pub fn describe_evaluation(e: &crate::validate::Evaluation) -> String {
+    match (&e.sequences, e.top5) {
+        (Some(s), _) => {
+            let c = s.chosen();
+            format!(
+                "loss {:.4} CER beam {:.3} greedy {:.3} | {}: NLD {:.3} WER {:.3} exact {:.3}",
+                e.loss,
+                s.beam.cer,
+                s.greedy.cer,
+                s.decoder.name(),
+                c.nld,
+                c.wer,
+                c.sequence_accuracy
+            )
+        }
+        (None, Some(top5)) => format!("loss {:.4} top-1 {:.3} top-5 {top5:.3}", e.loss, e.top1),
+        (None, None) => format!("loss {:.4} top-1 {:.3}", e.loss, e.top1),
+    }
+}
+
 /// `1m05s`, `2h03m`.
 pub fn fmt_duration(s: f64) -> String {
     let s = s.max(0.0) as u64;
@@ -128,6 +151,8 @@ pub struct Summary {
     pub device_reason: String,
     /// `model.kind`.
     pub model: String,
+    /// `classification` or `ctc`.
+    pub task: models::Task,
     /// The dataset root (`data.path`, or the generated synthetic dataset).
     pub data_root: PathBuf,
     /// Trainable parameters.
@@ -235,14 +260,28 @@ impl Summary {
     pub fn render(&self, history: &[EpochRecord], wall_s: f64) -> String {
         let mut out = String::new();
         if let Some(b) = &self.best {
-            match history.iter().find(|h| h.epoch == b.epoch).and_then(|h| h.valid_top1) {
-                Some(a) => {
+            let best = history.iter().find(|h| h.epoch == b.epoch);
+            match (best.and_then(|h| h.valid_sequences), best.and_then(|h| h.valid_top1)) {
+                (Some(s), _) => {
+                    out += &format!(
+                        "best epoch {}: validation on {} unseen signers: {} decoding CER {:.3} (NLD {:.3}, WER {:.3}, exact {:.3}); greedy CER {:.3}\n",
+                        b.epoch,
+                        self.valid_groups,
+                        s.decoder.name(),
+                        s.chosen().cer,
+                        s.chosen().nld,
+                        s.chosen().wer,
+                        s.chosen().sequence_accuracy,
+                        s.greedy.cer
+                    )
+                }
+                (None, Some(a)) => {
                     out += &format!(
                         "best epoch {}: validation top-1 {:.3} on {} unseen signers (chance {:.3})\n",
                         b.epoch, a, self.valid_groups, self.chance_top1
                     )
                 }
-                None => out += &format!("best epoch {}: {} {:.4}\n", b.epoch, b.metric, b.value),
+                (None, None) => out += &format!("best epoch {}: {} {:.4}\n", b.epoch, b.metric, b.value),
             }
         }
         if let Some(p) = &self.profile {
@@ -268,7 +307,7 @@ impl Summary {
         if let Some([in_use, reserved]) = self.peak_memory_mib {
             out += &format!("device memory peak: {in_use:.1} MiB in use, {reserved:.1} MiB reserved\n");
         }
-        if self.valid_samples > 0 {
+        if self.valid_samples > 0 && self.task == models::Task::Classification {
             out += &format!(
                 "per-class figures and confusion matrix: cargo run --release -p infer -- eval --model {} --data {} --split valid\n",
                 self.run_dir.display(),

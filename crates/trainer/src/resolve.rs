@@ -195,18 +195,30 @@ impl ResolvedRun {
     }
 }
 
-/// The dataset root: `data.path`, or the `[synthetic]` dataset (generated once per setting).
+/// The dataset root: `data.path`, or the built-in dataset of the task, generated once per
+/// setting: `[synthetic]` signs for classification, `[sentences]` of those signs for CTC.
 pub fn dataset_root(cfg: &ExperimentConfig, progress: bool) -> Result<PathBuf> {
     if let Some(p) = cfg.data_path() {
         return Ok(p);
     }
-    let key = serde_json::to_string(&cfg.synthetic).unwrap_or_default();
-    let root = PathBuf::from(&cfg.data.synthetic_dir).join(format!("synth-{:016x}", fnv1a(FNV_OFFSET, key.as_bytes())));
-    if root.join("train.csv").is_file() {
+    // The file each generator writes last, atomically: its presence means the dataset is whole.
+    let (prefix, key, last_file) = match cfg.task {
+        models::Task::Classification => {
+            ("synth", serde_json::to_string(&cfg.synthetic).unwrap_or_default(), data::index::ISLR_CSV)
+        }
+        models::Task::Ctc => (
+            "sentences",
+            serde_json::to_string(&(&cfg.synthetic, &cfg.sentences)).unwrap_or_default(),
+            data::index::NPY_CSV,
+        ),
+    };
+    let root =
+        PathBuf::from(&cfg.data.synthetic_dir).join(format!("{prefix}-{:016x}", fnv1a(FNV_OFFSET, key.as_bytes())));
+    if root.join(last_file).is_file() {
         return Ok(root);
     }
     // One generator per dataset at a time: a second process waits for the first (an advisory
-    // lock on `synth-KEY.lock`, released by the OS if the holder dies), then finds it done.
+    // lock on `KEY.lock`, released by the OS if the holder dies), then finds it done.
     let lock_path = root.with_extension("lock");
     std::fs::create_dir_all(&cfg.data.synthetic_dir)
         .map_err(|e| TrainError::io(Path::new(&cfg.data.synthetic_dir), e))?;
@@ -220,15 +232,33 @@ pub fn dataset_root(cfg: &ExperimentConfig, progress: bool) -> Result<PathBuf> {
         println!("waiting for another process generating {}", root.display());
         lock.lock().map_err(|e| TrainError::io(&lock_path, e))?;
     }
-    if !root.join("train.csv").is_file() {
-        println!(
-            "generating a synthetic sign dataset ({} classes x {} signers x {} repetitions) in {}",
-            cfg.synthetic.classes,
-            cfg.synthetic.signers,
-            cfg.synthetic.repetitions,
-            root.display()
-        );
-        data::synth::generate(&root, &cfg.synthetic, progress)?;
+    if !root.join(last_file).is_file() {
+        let s = &cfg.synthetic;
+        match cfg.task {
+            models::Task::Classification => {
+                println!(
+                    "generating a synthetic sign dataset ({} classes x {} signers x {} repetitions) in {}",
+                    s.classes,
+                    s.signers,
+                    s.repetitions,
+                    root.display()
+                );
+                data::synth::generate(&root, s, progress)?;
+            }
+            models::Task::Ctc => {
+                let c = &cfg.sentences;
+                println!(
+                    "generating synthetic continuous signing ({} signers x {} sentences of {}-{} of {} signs) in {}",
+                    s.signers,
+                    c.per_signer,
+                    c.min_signs,
+                    c.max_signs,
+                    s.classes,
+                    root.display()
+                );
+                data::sentences::generate(&root, s, c, progress)?;
+            }
+        }
     }
     Ok(root)
 }

@@ -13,12 +13,11 @@ use std::time::{Duration, Instant};
 
 use burn::module::{AutodiffModule, Module};
 use burn::prelude::Backend;
-use burn::tensor::FloatDType;
 use data::augment::Augmenter;
 use data::dataset::SignDataset;
 use data::loader::{epoch_batches, DevicePrefetcher, EpochLoader, ItemBatcher, LoaderConfig, SignBatch};
 use data::preprocess::Preprocessor;
-use models::precision::{ComputeModel, Materialize};
+use models::precision::Materialize;
 use models::SignModel;
 
 use crate::amp::{LossScaler, ScaleChange};
@@ -35,7 +34,8 @@ use crate::resolve::ResolvedRun;
 use crate::resume::OpenedRun;
 use crate::schedule::LrSchedule;
 use crate::step::{train_step, StepFaults, StepOutcome, StepSettings};
-use crate::{InnerBackend, Result, TrainBackend, TrainError};
+use crate::validate::evaluate;
+use crate::{Result, TrainBackend, TrainError};
 
 type Device = device::DispatchDevice;
 
@@ -177,57 +177,6 @@ fn train_once(
         print!("{}", summary.render(&trainer.state.history, wall.elapsed().as_secs_f64()));
     }
     Ok(RunOutcome { run_dir: trainer.run_dir, summary: Some(summary) })
-}
-
-/// Validation figures.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Evaluation {
-    /// Mean cross-entropy (no label smoothing).
-    pub loss: f64,
-    /// Top-1 accuracy.
-    pub top1: f64,
-    /// Top-5 accuracy.
-    pub top5: f64,
-    /// Arg-max class per evaluated item, in `indices` order.
-    pub predictions: Vec<usize>,
-}
-
-/// Evaluate `model` (no autodiff, f32) on `indices`: mean cross-entropy, top-1, top-5.
-pub fn evaluate(
-    model: &SignModel<InnerBackend>,
-    ds: &Arc<SignDataset>,
-    pre: &Arc<Preprocessor>,
-    indices: &[usize],
-    batch_size: usize,
-    workers: usize,
-    device: &Device,
-) -> Evaluation {
-    let batcher = ItemBatcher { preprocessor: pre.clone(), augmenter: None, seed: 0 };
-    let cfg = LoaderConfig { batch_size, shuffle: false, drop_last: false, seed: 0, workers, prefetch: 2 };
-    let compute = ComputeModel::new(model.clone(), FloatDType::F32);
-    let (mut loss, mut top1, mut top5, mut n) = (0.0, 0usize, 0usize, 0usize);
-    let mut predictions = Vec::with_capacity(indices.len());
-    for hb in EpochLoader::start(ds.clone(), batcher, indices, &cfg, 0, 0) {
-        let batch = hb.to_device::<InnerBackend>(device);
-        let logits = compute.forward(batch.inputs, batch.pad_mask);
-        let classes = logits.dims()[1];
-        let values: Vec<f32> = logits.into_data().iter::<f32>().collect();
-        for (row, &label) in values.chunks(classes).zip(&hb.labels) {
-            let label = label as usize;
-            let target = row[label];
-            let max = row.iter().copied().fold(f32::MIN, f32::max);
-            let lse = row.iter().map(|&v| ((v - max) as f64).exp()).sum::<f64>().ln() + max as f64;
-            loss += lse - target as f64;
-            let rank = row.iter().filter(|&&v| v > target).count();
-            top1 += usize::from(rank == 0);
-            top5 += usize::from(rank < 5);
-            let argmax = row.iter().enumerate().fold(0, |b, (i, &v)| if v > row[b] { i } else { b });
-            predictions.push(argmax);
-            n += 1;
-        }
-    }
-    let n = n.max(1) as f64;
-    Evaluation { loss: loss / n, top1: top1 as f64 / n, top5: top5 as f64 / n, predictions }
 }
 
 /// The left/right mirror table of the kept landmarks (identity for feature data).
@@ -736,7 +685,8 @@ impl<'a> Trainer<'a> {
             let model = self.model.valid();
             let pre = &run.input.preprocessor;
             let workers = run.config.data.workers;
-            evaluate(&model, &data.dataset, pre, &data.valid, run.batch_size, workers, run.compute.device())
+            let decode = &run.config.ctc;
+            evaluate(&model, &data.dataset, pre, &data.valid, run.batch_size, workers, decode, run.compute.device())
         });
         let record = EpochRecord {
             epoch: epoch + 1,
@@ -745,7 +695,8 @@ impl<'a> Trainer<'a> {
             train_top1,
             valid_loss: eval.as_ref().map(|e| e.loss),
             valid_top1: eval.as_ref().map(|e| e.top1),
-            valid_top5: eval.as_ref().map(|e| e.top5),
+            valid_top5: eval.as_ref().and_then(|e| e.top5),
+            valid_sequences: eval.as_ref().and_then(|e| e.sequences),
             lr,
             samples_per_s: self.epoch.samples_per_s(),
             elapsed_s: self.elapsed_s(),
@@ -754,11 +705,10 @@ impl<'a> Trainer<'a> {
         };
         self.report.metrics.write(&Row::epoch(&record, self.state.samples, self.last_grad_norm, &self.state.scaler))?;
         let metric = if eval.is_none() { Metric::ValidLoss } else { t.early_stopping.metric };
-        let value = match (metric, &eval) {
-            (Metric::ValidTop1, Some(e)) => e.top1,
-            (Metric::ValidLoss, Some(e)) => e.loss,
+        let value = match &eval {
+            Some(e) => metric.value(e),
             // No validation split: the training loss decides.
-            (_, None) => train_loss,
+            None => train_loss,
         };
         let improved = match &self.state.best {
             None => value.is_finite(),
@@ -767,7 +717,7 @@ impl<'a> Trainer<'a> {
         let mut line =
             format!("epoch {}/{}: train loss {:.4} top-1 {:.3}", epoch + 1, t.epochs, train_loss, train_top1);
         if let Some(e) = &eval {
-            line += &format!(" | valid loss {:.4} top-1 {:.3} top-5 {:.3}", e.loss, e.top1, e.top5);
+            line += &format!(" | valid {}", crate::report::describe_evaluation(e));
         }
         line += &format!(" | {:.0} samples/s", record.samples_per_s);
         self.state.history.push(record);

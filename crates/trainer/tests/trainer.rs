@@ -61,7 +61,7 @@ fn shipped_configs_parse_and_validate() {
     let default = ConfigBuilder::new().build().unwrap();
     assert_eq!(default.name, "default");
     assert_eq!(default.model.kind(), "conv_transformer");
-    for name in ["default.toml", "smoke.toml", "islr-reference.toml"] {
+    for name in ["default.toml", "smoke.toml", "islr-reference.toml", "ctc.toml"] {
         let mut b = ConfigBuilder::new();
         b.add_file(&configs_dir().join(name)).unwrap();
         let cfg = b.build().unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -1938,4 +1938,118 @@ fn fuzz_formats() {
     }
     println!("{}", report.join("\n"));
     assert!(failures.is_empty(), "{} panics:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// The smoke experiment as continuous recognition: CTC on built-in synthetic sentences of 2-3
+/// of 5 signs by 4 signers (one held out).
+fn ctc_smoke(tmp: &Path, sets: &[&str]) -> ExperimentConfig {
+    let mut all = vec![
+        "task=ctc",
+        "synthetic.classes=5",
+        "synthetic.signers=4",
+        "synthetic.min_frames=8",
+        "synthetic.max_frames=14",
+        "sentences.per_signer=24",
+        "sentences.max_signs=3",
+        "preprocess.window=48",
+        "model.dim=32",
+        "model.ff_dim=64",
+        "optimizer.lr=0.01",
+        "training.epochs=40",
+        "training.batch_size=8",
+        "training.label_smoothing=0",
+        "training.early_stopping.metric=valid_cer",
+        "checkpoint.every_steps=4",
+    ];
+    all.extend_from_slice(sets);
+    smoke(tmp, &all)
+}
+
+#[test]
+fn ctc_learns_sentences_and_keeps_resume_accumulation_half_precision_and_nan_recovery() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = ctc_smoke(tmp.path(), &[]);
+    let full = run(cfg.clone(), RunOptions { run_dir: Some(tmp.path().join("full")), ..Default::default() }).unwrap();
+    let s = full.summary.unwrap();
+    assert_eq!(s.task, models::Task::Ctc);
+    assert_eq!((s.train_groups, s.valid_groups), (3, 1));
+    assert_eq!(s.classes, 6, "blank + 5 glosses");
+    let rows = trainer::metrics::read_rows(&full.run_dir.join("metrics.csv")).unwrap();
+    let epochs: Vec<&trainer::metrics::Row> = rows.iter().filter(|r| r.kind == "epoch").collect();
+    let (first, last) = (epochs[0], epochs[epochs.len() - 1]);
+    eprintln!(
+        "CTC smoke: train loss {:.3} -> {:.3}, valid CER {:.3} -> {:.3} (greedy {:.3})",
+        first.loss.unwrap(),
+        last.loss.unwrap(),
+        first.valid_cer.unwrap(),
+        last.valid_cer.unwrap(),
+        last.valid_greedy_cer.unwrap()
+    );
+    assert!(last.loss.unwrap() < 0.5 * first.loss.unwrap(), "the CTC loss should fall: {first:?} -> {last:?}");
+    let scores = s.last.as_ref().unwrap().valid_sequences.unwrap();
+    assert!(scores.beam.cer < 0.3, "held-out signer CER {} (an empty output scores 1.0)", scores.beam.cer);
+    assert!(
+        scores.beam.cer <= scores.greedy.cer + 1e-12,
+        "beam {:?} worse than greedy {:?}",
+        scores.beam,
+        scores.greedy
+    );
+    assert!((scores.beam.nld - (1.0 - scores.beam.cer)).abs() < 1e-12);
+    assert_eq!(s.best.as_ref().unwrap().metric, "valid_cer");
+    let card = bundle::card::read_card(&full.run_dir.join("model")).unwrap();
+    assert_eq!(card.task, models::Task::Ctc);
+    let ctc = card.ctc.unwrap();
+    assert_eq!((ctc.unit, &ctc.decode), (data::tokens::Unit::Gloss, &cfg.ctc));
+    assert_eq!(card.labels[0], "<blank>");
+
+    // Exact resume: interrupted after step 6 (checkpoint at step 4), resumed, same weights.
+    let dir = tmp.path().join("resumed");
+    run(cfg.clone(), RunOptions { run_dir: Some(dir.clone()), stop_after_steps: Some(6), ..Default::default() })
+        .unwrap();
+    let resumed = run(cfg.clone(), RunOptions { run_dir: Some(dir.clone()), resume: true, ..Default::default() })
+        .unwrap()
+        .summary
+        .unwrap();
+    assert_eq!(resumed.resumed_from_step, Some(4));
+    assert_eq!(max_abs_diff(&exported_weights(&full.run_dir), &exported_weights(&dir)), 0.0);
+    assert_eq!(resumed.last.unwrap().valid_sequences, s.last.as_ref().unwrap().valid_sequences);
+
+    // Accumulation: 2 x 4 averages to the gradient of one batch of 8 (no dropout, one epoch).
+    let exact = ["training.epochs=1", "model.dropout=0", "augment.enabled=false"];
+    let one = train_in(tmp.path(), "b8", ctc_smoke(tmp.path(), &exact));
+    let mut accum_sets = exact.to_vec();
+    accum_sets.extend(["training.batch_size=4", "training.accumulation_steps=2"]);
+    let two = train_in(tmp.path(), "b4x2", ctc_smoke(tmp.path(), &accum_sets));
+    assert_eq!(one.steps, two.steps);
+    let mut small_sets = exact.to_vec();
+    small_sets.push("training.batch_size=4");
+    train_in(tmp.path(), "b4", ctc_smoke(tmp.path(), &small_sets));
+    let w8 = exported_weights(&tmp.path().join("b8"));
+    let same = max_abs_diff(&w8, &exported_weights(&tmp.path().join("b4x2")));
+    let different = max_abs_diff(&w8, &exported_weights(&tmp.path().join("b4")));
+    eprintln!("CTC accumulation: max |dw| {same:e} with, {different:e} without");
+    assert!(same < 1e-3 && different > 20.0 * same, "max |dw| {same} with accumulation, {different} without");
+    // Two data-parallel CPU peers (4 rows each) take the step of one device on the batch of 8.
+    let mut group_sets = exact.to_vec();
+    group_sets.push("distributed.devices=[\"cpu\", \"cpu\"]");
+    train_in(tmp.path(), "peers", ctc_smoke(tmp.path(), &group_sets));
+    let peers = max_abs_diff(&w8, &exported_weights(&tmp.path().join("peers")));
+    eprintln!("CTC, 2 CPU peers vs 1 device: max |dw| {peers:e}");
+    assert!(peers < 1e-3 && different > 20.0 * peers, "2 peers differ from one device: max |dw| {peers}");
+
+    // f16 compute with f32 master weights learns like f32; an injected NaN is skipped.
+    let half = train_in(tmp.path(), "f16", ctc_smoke(tmp.path(), &["training.precision=f16"]));
+    assert_eq!((half.precision.as_str(), half.master_dtypes.as_slice()), ("f16", ["F32".to_string()].as_slice()));
+    let half_cer = half.last.unwrap().valid_sequences.unwrap().beam.cer;
+    assert!(half_cer < 0.5, "f16 CER {half_cer}");
+    let nan = train_in(tmp.path(), "nan", ctc_smoke(tmp.path(), &["fault.nan_loss_steps=[5]"]));
+    assert_eq!((nan.skipped_steps, nan.rollbacks), (1, 0));
+    assert!(nan.last.unwrap().valid_sequences.unwrap().beam.cer < 0.5);
+
+    // Cross-validation by signer reports the CER of every fold.
+    let cv = trainer::cv::run_cv(&ctc_smoke(tmp.path(), &[]), 2, Some(tmp.path().join("cv"))).unwrap();
+    eprintln!("{}", cv.render());
+    assert_eq!(cv.valid_cer.map(|c| c.n), Some(2));
+    // An untrained model scores about 1 (measured here: 0.144 and 0.086).
+    assert!(cv.per_fold.iter().all(|f| f.valid_groups == 2 && f.valid_cer.is_some_and(|c| c < 0.4)), "{cv:?}");
 }

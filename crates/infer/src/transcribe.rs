@@ -1,0 +1,145 @@
+//! Continuous recognition: a CTC model's per-frame token scores decoded into token sequences.
+//!
+//! The decoder is the one in the model card (`[ctc] decoder` and `beam_width` of training):
+//! greedy, or prefix beam search with its labelling placed on the frames by the most probable
+//! alignment ([`models::decode::align`]). Every token comes with the frames it occupies and its
+//! mean probability there.
+//!
+//! Frames are those of the model's input window: a sequence's non-empty frames, resampled to
+//! the window when longer than it (`preprocess.long_sequences = "resize"`, which CTC training
+//! requires). The streaming recognizer feeds windows no longer than the model's, so its spans
+//! are in the frame numbers pushed.
+//!
+//! ```no_run
+//! use infer::{Predictor, PredictorOptions};
+//! let predictor = Predictor::load("runs/ctc-20261124-180000".as_ref(), &PredictorOptions::default())?;
+//! let sample = predictor.read_file("sentence.npy".as_ref())?;
+//! let transcript = predictor.transcribe(&sample)?;
+//! println!("{}", transcript.text);
+//! for t in &transcript.tokens {
+//!     println!("{} frames {}-{} ({:.2})", t.label, t.start, t.end, t.confidence);
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use bundle::CtcCard;
+use data::tokens::BLANK;
+use data::{Prepared, Sample};
+use models::decode::Token;
+use serde::Serialize;
+
+use crate::{InferError, Predictor, Result};
+
+/// One decoded token.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TokenSpan {
+    /// The token (a character or a gloss).
+    pub label: String,
+    /// Its class index (model output; 0 is the blank and never appears).
+    pub index: usize,
+    /// First frame of the input window it occupies.
+    pub start: usize,
+    /// Last frame it occupies.
+    pub end: usize,
+    /// Its mean probability over those frames.
+    pub confidence: f32,
+}
+
+/// The token sequence of one input.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Transcript {
+    /// The tokens joined: characters as they are, glosses with spaces.
+    pub text: String,
+    /// The tokens in order.
+    pub tokens: Vec<TokenSpan>,
+}
+
+impl Transcript {
+    /// The class indices of the tokens.
+    pub fn indices(&self) -> Vec<usize> {
+        self.tokens.iter().map(|t| t.index).collect()
+    }
+}
+
+impl Predictor {
+    /// The CTC section of the card; an error for a classification model.
+    pub(crate) fn ctc_card(&self) -> Result<&CtcCard> {
+        self.card.ctc.as_ref().ok_or_else(|| {
+            InferError::Unsupported(format!(
+                "{} is a sign classifier: it outputs one class per sequence, use `predict`",
+                self.dir.display()
+            ))
+        })
+    }
+
+    /// Per-frame log-probabilities (log-softmax over classes, f32) of each prepared window,
+    /// `[window, classes]` row-major, with the window's valid frames.
+    pub fn frame_log_probs(&self, prepared: &[Prepared]) -> Result<Vec<(Vec<f32>, usize)>> {
+        self.ctc_card()?;
+        if prepared.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (x, m) = self.input_tensors(prepared)?;
+        let logits =
+            self.model.try_forward_frames(x, m).map_err(|e| InferError::Input { index: 0, message: e.to_string() })?;
+        let per = self.window() * self.card.labels.len();
+        let all = models::ctc::host_log_probs(logits);
+        Ok(prepared.iter().enumerate().map(|(i, p)| (all[i * per..(i + 1) * per].to_vec(), p.valid)).collect())
+    }
+
+    /// Decode one window's log-probabilities with the card's decoder.
+    pub(crate) fn decode_frames(&self, log_probs: &[f32], valid: usize) -> Result<Transcript> {
+        let ctc = self.ctc_card()?;
+        let tokens = ctc.decode.decode(log_probs, self.card.labels.len(), valid, BLANK);
+        Ok(self.transcript(&tokens))
+    }
+
+    /// Label decoded tokens.
+    pub(crate) fn transcript(&self, tokens: &[Token]) -> Transcript {
+        let unit = self.card.ctc.as_ref().map_or(data::tokens::Unit::Gloss, |c| c.unit);
+        let labels = &self.card.labels;
+        Transcript {
+            text: data::tokens::join(unit, tokens.iter().map(|t| labels[t.index].as_str())),
+            tokens: tokens
+                .iter()
+                .map(|t| TokenSpan {
+                    label: labels[t.index].clone(),
+                    index: t.index,
+                    start: t.start,
+                    end: t.end,
+                    confidence: t.confidence,
+                })
+                .collect(),
+        }
+    }
+
+    /// Decode already prepared windows (see [`Predictor::prepare`]).
+    pub fn transcribe_prepared(&self, prepared: &[Prepared]) -> Result<Vec<Transcript>> {
+        self.frame_log_probs(prepared)?.iter().map(|(lp, valid)| self.decode_frames(lp, *valid)).collect()
+    }
+
+    /// Decode one raw sequence (landmarks or per-frame features) into tokens.
+    pub fn transcribe(&self, sample: &Sample) -> Result<Transcript> {
+        Ok(self.transcribe_batch(std::slice::from_ref(sample))?.remove(0))
+    }
+
+    /// Decode many raw sequences in one batch.
+    pub fn transcribe_batch(&self, samples: &[Sample]) -> Result<Vec<Transcript>> {
+        let prepared = samples.iter().enumerate().map(|(i, s)| self.prepare(s, i)).collect::<Result<Vec<_>>>()?;
+        self.transcribe_prepared(&prepared)
+    }
+
+    /// Decode files in batches of `batch`, reading the next batch while the model runs (as
+    /// [`Predictor::predict_files`]); `on_result` gets every file in order.
+    pub fn transcribe_files(
+        &self,
+        files: &[PathBuf],
+        batch: usize,
+        on_result: impl FnMut(&Path, Result<Transcript>),
+    ) -> Result<()> {
+        self.ctc_card()?;
+        self.map_files(files, batch, |windows| self.transcribe_prepared(windows), on_result)
+    }
+}
