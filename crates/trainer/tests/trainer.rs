@@ -971,6 +971,17 @@ fn default_model_trains_on_wgpu_in_f32_and_f16_with_memory_figures_and_oom_recov
     assert_eq!(s.precision, "f16");
     assert!(s.loss_scale.is_some_and(|v| v >= 1.0), "loss scaling active: {:?}", s.loss_scale);
     assert!(last < first, "f16 loss did not fall: {first} -> {last}");
+
+    // Continuous recognition on WGPU: per-frame head on the device, CTC loss from the host copy
+    // of its log-probabilities, gradient back to the device; validation decodes both ways.
+    let ctc = ctc_smoke(tmp.path(), &["device.device=\"wgpu\"", "training.epochs=3", "training.log_every=1"]);
+    let s = train_in(tmp.path(), "wgpu-ctc", ctc);
+    let (first, last) = first_and_last_loss(&tmp.path().join("wgpu-ctc"), 4);
+    let scores = s.last.as_ref().and_then(|r| r.valid_sequences).expect("CTC validation scores");
+    eprintln!("wgpu CTC: {} steps, loss {first:.3} -> {last:.3}, valid {scores:?}", s.steps);
+    assert!(s.device.to_lowercase().contains("llvmpipe") || s.device.to_lowercase().contains("wgpu"), "{}", s.device);
+    assert!(last < 0.7 * first, "CTC loss did not fall on WGPU: {first} -> {last}");
+    assert!(scores.beam.cer.is_finite() && scores.greedy.cer.is_finite());
 }
 
 #[test]
