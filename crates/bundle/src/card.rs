@@ -2,10 +2,11 @@
 //! validated.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use data::preprocess::PreprocessConfig;
-use data::tokens::Unit;
-use models::decode::{DecodeConfig, Scores};
+use data::tokens::{Unit, Vocabulary, WordList, BLANK};
+use models::decode::{CtcDecoder, DecodeConfig, Lexicon, Scores};
 use models::{ModelConfig, Task};
 use serde::{Deserialize, Serialize};
 
@@ -52,11 +53,35 @@ impl TrainingSplit {
 pub struct CtcCard {
     /// `character` (labels joined without spaces) or `gloss` (joined with spaces).
     pub unit: Unit,
-    /// The decoder and beam width (`[ctc]` of the training config).
+    /// The decoder, beam width and lexicon file (`[ctc]` of the training config).
     pub decode: DecodeConfig,
     /// The configured decoder's validation scores of the exported weights, when there was a
     /// validation split.
     pub valid: Option<Scores>,
+    /// The lexicon's words (read from `decode.lexicon` at training); empty without a lexicon.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lexicon: Vec<String>,
+}
+
+impl CtcCard {
+    /// The decoder this card describes, its lexicon built from the card's words over `labels`
+    /// (the model's classes, blank first).
+    pub fn decoder(&self, labels: &[String]) -> std::result::Result<CtcDecoder, String> {
+        let words = WordList::new(self.lexicon.clone(), CARD_FILE.into());
+        let lexicon = (!self.lexicon.is_empty()).then(|| build_lexicon(&words, self.unit, labels)).transpose()?;
+        Ok(CtcDecoder { config: self.decode.clone(), lexicon: lexicon.map(Arc::new) })
+    }
+}
+
+/// The lexicon of `words` for a model whose classes are `labels` (blank first) split by `unit`:
+/// words spelled in its tokens, joined by its word separator (see [`models::lexicon`]). The
+/// message of a refusal names the word list and the word.
+pub fn build_lexicon(words: &WordList, unit: Unit, labels: &[String]) -> std::result::Result<Lexicon, String> {
+    let tokens = labels.get(1..).unwrap_or_default().to_vec();
+    let vocabulary = Vocabulary::new(unit, tokens, "the model's labels".into()).map_err(|e| e.to_string())?;
+    let classes = words.classes(&vocabulary)?;
+    let separator = data::tokens::word_separator(unit, labels);
+    Lexicon::new(&classes, separator, BLANK).map_err(|e| format!("{}: {e}", words.source.display()))
 }
 
 /// `model.json`: everything needed to rebuild and feed the model.
@@ -168,6 +193,11 @@ pub fn read_card(dir: &Path) -> Result<ModelCard> {
         }
         (Task::Ctc, Some(c)) => {
             c.decode.validate().map_err(|(key, message)| invalid(format!("`{key}` {message}")))?;
+            if c.decode.lexicon.is_some() != !c.lexicon.is_empty() {
+                return Err(invalid(
+                    "`ctc.decode.lexicon` names a word list exactly when `ctc.lexicon` holds words".into(),
+                ));
+            }
             if card.labels[0] != data::index::BLANK_LABEL {
                 return Err(invalid(format!(
                     "a CTC model's first label must be the blank {:?}, got {:?}",
@@ -177,6 +207,9 @@ pub fn read_card(dir: &Path) -> Result<ModelCard> {
             }
         }
         (Task::Classification, None) => {}
+    }
+    if let Some(c) = &card.ctc {
+        c.decoder(&card.labels).map_err(|e| invalid(format!("`ctc.lexicon`: {e}")))?;
     }
     Ok(card)
 }

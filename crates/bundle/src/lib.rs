@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use models::kernels::Kernels;
 use models::SignModel;
 
-pub use card::{CtcCard, ModelCard, TrainingSplit, MODEL_FORMAT, MODEL_FORMAT_VERSION};
+pub use card::{build_lexicon, CtcCard, ModelCard, TrainingSplit, MODEL_FORMAT, MODEL_FORMAT_VERSION};
 
 /// Why a bundle or run-directory file could not be read or written. Each names the file.
 #[derive(Debug, thiserror::Error)]

@@ -82,14 +82,78 @@ impl Default for LoadOptions {
     }
 }
 
-/// Read one sequence file of the index's format; `.pose` files are mapped with the
-/// preprocessing's `pose_components`.
-pub fn read_sample(format: Format, path: &Path, pre: &PreprocessConfig) -> Result<Sample> {
+/// Read one sequence of the index's format: the file's, or sequence `sequence` of a file
+/// holding several ([`Format::Fingerspell`]; without one, the file must hold exactly one).
+/// `.pose` files are mapped with the preprocessing's `pose_components`.
+pub fn read_sample(format: Format, path: &Path, sequence: Option<i64>, pre: &PreprocessConfig) -> Result<Sample> {
     match format {
         Format::Islr => crate::islr::read_parquet(path).map(Sample::Landmarks),
         Format::Npy => crate::npy::read_npy(path),
         Format::Npz => crate::npy::read_npz(path),
         Format::Pose => crate::pose::read_pose_sequence(path, &pre.pose_components).map(Sample::Landmarks),
+        Format::Fingerspell => match sequence {
+            Some(id) => crate::fingerspell::read_sequence(path, id).map(Sample::Landmarks),
+            None => {
+                let mut all = crate::fingerspell::read_file(path)?;
+                match all.len() {
+                    1 => Ok(Sample::Landmarks(all.remove(0).1)),
+                    n => Err(DataError::invalid(path, format!("holds {n} sequences; name one by its sequence_id"))),
+                }
+            }
+        },
+    }
+}
+
+/// The entries to read together: each file of several sequences once
+/// ([`Format::Fingerspell`]), every other entry on its own. Positions in `index.entries`.
+fn read_units(index: &DatasetIndex) -> Vec<Vec<usize>> {
+    if index.format != Format::Fingerspell {
+        return (0..index.entries.len()).map(|i| vec![i]).collect();
+    }
+    let mut by_file: Vec<Vec<usize>> = Vec::new();
+    let mut slot: HashMap<&Path, usize> = HashMap::new();
+    for (i, e) in index.entries.iter().enumerate() {
+        let k = *slot.entry(&e.path).or_insert_with(|| {
+            by_file.push(Vec::new());
+            by_file.len() - 1
+        });
+        by_file[k].push(i);
+    }
+    by_file
+}
+
+/// Read and normalize the entries of one unit of [`read_units`].
+fn read_unit(index: &DatasetIndex, unit: &[usize], pre: &Preprocessor) -> Vec<Result<Sample>> {
+    let first = &index.entries[unit[0]];
+    if index.format != Format::Fingerspell || unit.len() == 1 {
+        return unit
+            .iter()
+            .map(|&i| {
+                let e = &index.entries[i];
+                read_sample(index.format, &e.path, e.sequence, &pre.config).and_then(|s| pre.normalize(&s, &e.path))
+            })
+            .collect();
+    }
+    match crate::fingerspell::read_file(&first.path) {
+        Ok(all) => {
+            let mut by_id: HashMap<i64, LandmarkSequence> = all.into_iter().collect();
+            let held = by_id.len();
+            unit.iter()
+                .map(|&i| {
+                    let e = &index.entries[i];
+                    let id = e.sequence.unwrap_or_default();
+                    let seq = by_id.remove(&id).ok_or_else(|| {
+                        DataError::invalid(&e.path, format!("has no sequence_id {id} (it holds {held} sequences)"))
+                    })?;
+                    pre.normalize(&Sample::Landmarks(seq), Path::new(&e.describe()))
+                })
+                .collect()
+        }
+        // One failure of the file, told for each of its sequences.
+        Err(e) => {
+            let message = e.to_string();
+            unit.iter().map(|&i| Err(DataError::invalid(&index.entries[i].path, message.clone()))).collect()
+        }
     }
 }
 
@@ -138,22 +202,23 @@ impl SignDataset {
                 .expect("valid template"),
         );
         let results: Vec<Mutex<Option<Result<Sample>>>> = (0..n).map(|_| Mutex::new(None)).collect();
+        let units = read_units(index);
         let next = AtomicUsize::new(0);
         let stop = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|scope| {
             for _ in 0..opts.threads.max(1) {
                 scope.spawn(|| loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= n || stop.load(Ordering::Relaxed) {
+                    let u = next.fetch_add(1, Ordering::Relaxed);
+                    if u >= units.len() || stop.load(Ordering::Relaxed) {
                         break;
                     }
-                    let path = &index.entries[i].path;
-                    let r = read_sample(index.format, path, &pre.config).and_then(|s| pre.normalize(&s, path));
-                    if r.is_err() && opts.on_error == OnError::Fail {
-                        stop.store(true, Ordering::Relaxed);
+                    for (&i, r) in units[u].iter().zip(read_unit(index, &units[u], pre)) {
+                        if r.is_err() && opts.on_error == OnError::Fail {
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                        *results[i].lock().expect("not poisoned") = Some(r);
+                        bar.inc(1);
                     }
-                    *results[i].lock().expect("not poisoned") = Some(r);
-                    bar.inc(1);
                 });
             }
         });
@@ -197,7 +262,7 @@ impl SignDataset {
                     if opts.on_error == OnError::Fail {
                         return Err(e);
                     }
-                    tracing::warn!("skipping {}: {e}", entry.path.display());
+                    tracing::warn!("skipping {}: {e}", entry.describe());
                     skipped.push((entry.path.clone(), e.to_string()));
                     first_error.get_or_insert(e);
                 }
@@ -261,6 +326,9 @@ fn cache_key(index: &DatasetIndex, pre: &Preprocessor) -> u64 {
         h.write(e.group.as_bytes());
         for t in &e.tokens {
             h.write(&t.to_le_bytes());
+        }
+        if let Some(id) = e.sequence {
+            h.write(&id.to_le_bytes());
         }
         if let Ok(m) = std::fs::metadata(&e.path) {
             h.write(&m.len().to_le_bytes());

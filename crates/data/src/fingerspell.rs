@@ -42,6 +42,9 @@ pub struct PhraseEntry {
     pub participant: String,
     /// The fingerspelled text.
     pub phrase: String,
+    /// Its line in `train.csv` (for messages).
+    #[serde(default)]
+    pub line: usize,
 }
 
 /// Read `root/train.csv` of the fingerspelling layout.
@@ -64,6 +67,7 @@ pub fn open(root: &Path) -> Result<Vec<PhraseEntry>> {
             sequence_id,
             participant: field(gc).to_string(),
             phrase: field(tc).to_string(),
+            line,
         });
     }
     Ok(out)

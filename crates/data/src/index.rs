@@ -1,17 +1,17 @@
 //! Dataset indexes: which files exist, their labels and groups (signers).
 //!
-//! Two layouts are recognised:
+//! Three layouts are recognised:
 //! - ISLR: `train.csv` (`path, participant_id, sequence_id, sign`) + `sign_to_prediction_index_map.json`
 //!   + one parquet per sequence;
+//! - ASL Fingerspelling: `train.csv` with a `phrase` column (`path, file_id, sequence_id,
+//!   participant_id, phrase`) + `character_to_prediction_index.json` + wide parquet files of
+//!   several sequences each ([`crate::fingerspell`]): a continuous (CTC) dataset of characters;
 //! - files: `labels.csv` (`file, label[, group]`) + one `.npy`, `.npz` or `.pose` file per
 //!   sequence (one kind per dataset); the label map is `sign_to_prediction_index_map.json` if
 //!   present, else the sorted distinct labels. With a `tokens` column instead of `label` the
 //!   dataset is continuous (CTC): each row's text is split into tokens by the vocabulary in the
 //!   directory, `vocabulary.txt` (glosses, whitespace-separated) or
 //!   `character_to_prediction_index.json` (characters).
-//!
-//! The ASL Fingerspelling layout (`train.csv` with a `phrase` column) is read by
-//! [`crate::fingerspell`].
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -40,6 +40,9 @@ pub enum Format {
     Npz,
     /// One pose-format `.pose` file per sequence.
     Pose,
+    /// ASL Fingerspelling: wide parquet files of several sequences, each entry a
+    /// `sequence_id` in its file.
+    Fingerspell,
 }
 
 impl Format {
@@ -71,6 +74,19 @@ pub struct Entry {
     /// here); empty for classification.
     #[serde(default)]
     pub tokens: Vec<usize>,
+    /// The sequence's `sequence_id` in a file holding several ([`Format::Fingerspell`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence: Option<i64>,
+}
+
+impl Entry {
+    /// The file, and the sequence in it when it holds several (`file.parquet#42`), for messages.
+    pub fn describe(&self) -> String {
+        match self.sequence {
+            Some(id) => format!("{}#{id}", self.path.display()),
+            None => self.path.display().to_string(),
+        }
+    }
 }
 
 /// A dataset's sequence list.
@@ -203,10 +219,7 @@ fn read_islr(root: &Path) -> Result<DatasetIndex> {
     let csv_path = root.join(ISLR_CSV);
     let (mut rdr, headers) = csv_reader(&csv_path)?;
     if headers.iter().any(|h| h == "phrase") && !headers.iter().any(|h| h == "sign") {
-        return Err(DataError::invalid(
-            &csv_path,
-            "is an ASL Fingerspelling index (a `phrase` column, no `sign`): phrases are sequences of letters, not one class per file; read it with data::fingerspell (continuous recognition), not as a sign-classification dataset",
-        ));
+        return read_fingerspelling(root);
     }
     let labels = read_label_map(&root.join(LABEL_MAP))?;
     let lookup: HashMap<&str, usize> = labels.iter().enumerate().map(|(i, l)| (l.as_str(), i)).collect();
@@ -229,9 +242,43 @@ fn read_islr(root: &Path) -> Result<DatasetIndex> {
             label,
             group: rec.get(gc).unwrap_or_default().trim().to_string(),
             tokens: Vec::new(),
+            sequence: None,
         });
     }
     Ok(DatasetIndex { root: root.to_path_buf(), format: Format::Islr, labels, entries, continuous: None })
+}
+
+/// The ASL Fingerspelling layout: phrases split into the characters of the character map; a
+/// character outside it is an error naming the line of `train.csv`.
+fn read_fingerspelling(root: &Path) -> Result<DatasetIndex> {
+    let csv_path = root.join(ISLR_CSV);
+    let map = root.join(CHARACTER_MAP);
+    if !map.is_file() {
+        return Err(DataError::invalid(
+            &csv_path,
+            format!(
+                "is an ASL Fingerspelling index (a `phrase` column): its characters need `{CHARACTER_MAP}` beside it"
+            ),
+        ));
+    }
+    let vocabulary = Vocabulary::read_character_map(&map)?;
+    let mut entries = Vec::new();
+    for p in crate::fingerspell::open(root)? {
+        let tokens = vocabulary.encode(&p.phrase).map_err(|message| DataError::Csv {
+            path: csv_path.clone(),
+            line: p.line,
+            message,
+        })?;
+        entries.push(Entry { path: p.path, label: 0, group: p.participant, tokens, sequence: Some(p.sequence_id) });
+    }
+    let labels = std::iter::once(BLANK_LABEL.to_string()).chain(vocabulary.tokens).collect();
+    Ok(DatasetIndex {
+        root: root.to_path_buf(),
+        format: Format::Fingerspell,
+        labels,
+        entries,
+        continuous: Some(Unit::Character),
+    })
 }
 
 fn read_npy_dir(root: &Path) -> Result<DatasetIndex> {
@@ -282,7 +329,7 @@ fn read_npy_dir(root: &Path) -> Result<DatasetIndex> {
                 line,
                 message: format!("column `tokens`: {message}"),
             })?;
-            entries.push(Entry { path: root.join(file), label: 0, group, tokens });
+            entries.push(Entry { path: root.join(file), label: 0, group, tokens, sequence: None });
         }
         let labels = std::iter::once(BLANK_LABEL.to_string()).chain(vocabulary.tokens.iter().cloned()).collect();
         return Ok(DatasetIndex {
@@ -310,7 +357,7 @@ fn read_npy_dir(root: &Path) -> Result<DatasetIndex> {
             line,
             label: label.clone(),
         })?;
-        entries.push(Entry { path: root.join(file), label: idx, group, tokens: Vec::new() });
+        entries.push(Entry { path: root.join(file), label: idx, group, tokens: Vec::new(), sequence: None });
     }
     Ok(DatasetIndex { root: root.to_path_buf(), format, labels, entries, continuous: None })
 }

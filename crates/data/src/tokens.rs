@@ -100,6 +100,62 @@ impl Vocabulary {
     }
 }
 
+/// The words of a lexicon: the whitespace-separated words of a text file (one per line or
+/// running text; lines starting with `#` skipped), each once, in the order first seen.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WordList {
+    /// Where the words come from (for messages).
+    pub source: PathBuf,
+    /// The distinct words.
+    pub words: Vec<String>,
+    /// The line of each word in `source` (0 when the words did not come from a file).
+    lines: Vec<usize>,
+}
+
+impl WordList {
+    /// Words from memory (a model card's), `source` naming where they are kept.
+    pub fn new(words: Vec<String>, source: PathBuf) -> Self {
+        let lines = vec![0; words.len()];
+        Self { source, words, lines }
+    }
+
+    /// Read a word list; a file without words is an error.
+    pub fn read(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| DataError::io(path, e))?;
+        let mut seen = std::collections::HashSet::new();
+        let (mut words, mut lines) = (Vec::new(), Vec::new());
+        for (n, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with('#') {
+                continue;
+            }
+            for w in line.split_whitespace() {
+                if seen.insert(w) {
+                    words.push(w.to_string());
+                    lines.push(n + 1);
+                }
+            }
+        }
+        if words.is_empty() {
+            return Err(DataError::invalid(path, "holds no words (expected whitespace-separated words)"));
+        }
+        Ok(Self { source: path.to_path_buf(), words, lines })
+    }
+
+    /// Every word as classes of `vocabulary`; a word with a token outside it is an error naming
+    /// the word and its line.
+    pub fn classes(&self, vocabulary: &Vocabulary) -> std::result::Result<Vec<Vec<usize>>, String> {
+        let at = |i: usize| match self.lines[i] {
+            0 => format!("{} (word {})", self.source.display(), i + 1),
+            n => format!("{}:{n}", self.source.display()),
+        };
+        self.words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| vocabulary.encode(w).map_err(|e| format!("{}: word `{w}`: {e}", at(i))))
+            .collect()
+    }
+}
+
 /// The text of a token sequence: characters joined as they are, glosses with spaces.
 pub fn join<'a>(unit: Unit, tokens: impl Iterator<Item = &'a str>) -> String {
     match unit {
@@ -120,6 +176,25 @@ pub fn word_separator(unit: Unit, labels: &[String]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn word_lists_read_distinct_words_and_name_the_line_of_a_misspelt_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let map = dir.path().join("character_to_prediction_index.json");
+        std::fs::write(&map, r#"{" ": 0, "a": 1, "b": 2}"#).unwrap();
+        let v = Vocabulary::read_character_map(&map).unwrap();
+        let words = dir.path().join("words.txt");
+        std::fs::write(&words, "# comment\nab ba\n\n  ab aab\n").unwrap();
+        let list = WordList::read(&words).unwrap();
+        assert_eq!(list.words, ["ab", "ba", "aab"]);
+        assert_eq!(list.classes(&v).unwrap(), [vec![2, 3], vec![3, 2], vec![2, 2, 3]]);
+        std::fs::write(&words, "ab\nba abc\n").unwrap();
+        let err = WordList::read(&words).unwrap().classes(&v).unwrap_err();
+        assert!(err.contains("words.txt:2: word `abc`") && err.contains("`c` (position 2"), "{err}");
+        std::fs::write(&words, "# nothing\n\n").unwrap();
+        assert!(WordList::read(&words).unwrap_err().to_string().contains("holds no words"));
+        assert!(WordList::read(&dir.path().join("missing.txt")).is_err());
+    }
 
     #[test]
     fn characters_and_glosses_round_trip_and_unknowns_are_named() {

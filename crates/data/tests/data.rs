@@ -690,9 +690,53 @@ fn fingerspelling_files_read_as_sequences_by_id() {
     let entries = data::fingerspell::open(dir.path()).unwrap();
     assert_eq!(entries.len(), 2);
     assert_eq!((entries[0].sequence_id, entries[0].phrase.as_str()), (7, "3 creekhouse"));
-    // The sign-classification index explains what this layout is instead of a missing column.
+    // Without its character map the index says what is missing.
     let err = index::open(dir.path()).unwrap_err().to_string();
-    assert!(err.contains("Fingerspelling") && err.contains("phrase"), "{err}");
+    assert!(err.contains("Fingerspelling") && err.contains("character_to_prediction_index.json"), "{err}");
+    // With it the layout is a continuous dataset of characters: one entry per sequence, the
+    // phrase as tokens, each file read once into the sequences it holds.
+    let chars = " 3cehklorsu";
+    let map: Vec<String> = chars.chars().enumerate().map(|(i, c)| format!("\"{c}\": {i}")).collect();
+    std::fs::write(dir.path().join("character_to_prediction_index.json"), format!("{{{}}}", map.join(", "))).unwrap();
+    let idx = index::open(dir.path()).unwrap();
+    assert_eq!((idx.format, idx.continuous), (index::Format::Fingerspell, Some(data::tokens::Unit::Character)));
+    assert_eq!((idx.labels.len(), idx.labels[0].as_str()), (chars.len() + 1, index::BLANK_LABEL));
+    assert_eq!(idx.vocabulary().unwrap().decode(&idx.entries[1].tokens), "hello");
+    let seqs: Vec<(Option<i64>, &str)> = idx.entries.iter().map(|e| (e.sequence, e.group.as_str())).collect();
+    assert_eq!(seqs, [(Some(7), "11"), (Some(3), "12")]);
+    let pre = Preprocessor::new(PreprocessConfig::default()).unwrap();
+    let ds = SignDataset::load(&idx, &pre, &LoadOptions::default()).unwrap();
+    for (item, e) in ds.items.iter().zip(&idx.entries) {
+        let one = data::dataset::read_sample(idx.format, &e.path, e.sequence, &pre.config).unwrap();
+        let (Sample::Landmarks(a), Sample::Landmarks(b)) = (&item.sample, &pre.normalize(&one, &e.path).unwrap())
+        else {
+            panic!("landmark sequences")
+        };
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+        assert!(a.frame_ids == b.frame_ids && bits(&a.xyz) == bits(&b.xyz), "{} differs", e.describe());
+        assert_eq!(item.tokens, e.tokens);
+    }
+    assert_eq!(ds.items.len(), 2);
+    // A file of several sequences read without naming one, a missing sequence and a character
+    // outside the map are errors naming the file, sequence or line.
+    let err = data::dataset::read_sample(idx.format, &p, None, &pre.config).unwrap_err().to_string();
+    assert!(err.contains("1.parquet") && err.contains("holds 2 sequences"), "{err}");
+    let csv = dir.path().join("train.csv");
+    std::fs::write(
+        &csv,
+        "path,file_id,sequence_id,participant_id,phrase\n1.parquet,1,7,11,hello\n1.parquet,1,99,12,hello\n",
+    )
+    .unwrap();
+    let fail = LoadOptions { on_error: OnError::Fail, ..Default::default() };
+    let err = SignDataset::load(&index::open(dir.path()).unwrap(), &pre, &fail).unwrap_err().to_string();
+    assert!(err.contains("1.parquet") && err.contains("no sequence_id 99"), "{err}");
+    std::fs::write(
+        &csv,
+        "path,file_id,sequence_id,participant_id,phrase\n1.parquet,1,7,11,hello\n1.parquet,1,3,12,hi!\n",
+    )
+    .unwrap();
+    let err = index::open(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("train.csv:3") && err.contains("`i`"), "{err}");
     // A file of another layout names the missing column.
     let err = data::fingerspell::read_file(&fixture("islr_zstd.parquet")).unwrap_err().to_string();
     assert!(err.contains("islr_zstd.parquet") && err.contains("sequence_id"), "{err}");

@@ -634,7 +634,10 @@ pub fn evaluate(predictor: &Predictor, data_dir: &Path, opts: &EvalOptions) -> R
     let bar = progress_bar(positions.len(), opts.progress);
     let mut scores = Vec::with_capacity(positions.len());
     let mut skipped = Vec::new();
-    let read = |k: usize| predictor.prepare_read(index.format, &index.entries[positions[k]].path);
+    let read = |k: usize| {
+        let e = &index.entries[positions[k]];
+        predictor.prepare_read(index.format, &e.path, e.sequence)
+    };
     let outcome = crate::prepare_ahead(positions.len(), opts.batch, read, |chunk| {
         let n = chunk.len() as u64;
         let (windows, outcomes) = crate::take_windows(chunk);

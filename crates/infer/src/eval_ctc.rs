@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use data::tokens::BLANK;
-use models::decode::{Decoder, ErrorCounts, Scores};
+use models::decode::{CtcTally, Decoder, ErrorCounts, Scores};
 use serde::Serialize;
 
 use crate::eval::{self, EvalOptions, SkippedFile, Split};
@@ -73,6 +73,8 @@ pub struct CtcEvalReport {
     pub decoder: Decoder,
     /// Beam width of the beam scores.
     pub beam_width: usize,
+    /// Words of the lexicon beam search kept to (0: none).
+    pub lexicon_words: usize,
     /// Greedy decoding's scores.
     pub greedy: Scores,
     /// Beam search's scores.
@@ -90,10 +92,7 @@ pub struct CtcEvalReport {
 impl CtcEvalReport {
     /// The configured decoder's scores.
     pub fn chosen(&self) -> &Scores {
-        match self.decoder {
-            Decoder::Greedy => &self.greedy,
-            Decoder::Beam => &self.beam,
-        }
+        self.decoder.pick(&self.greedy, &self.beam)
     }
 
     /// A human-readable summary.
@@ -103,7 +102,11 @@ impl CtcEvalReport {
             self.n, self.groups, self.split, self.device, self.precision
         );
         out += &format!("CTC loss {:.4} per token\n", self.loss);
-        for (name, s) in [("greedy", &self.greedy), (&*format!("beam (width {})", self.beam_width), &self.beam)] {
+        let beam = match self.lexicon_words {
+            0 => format!("beam (width {})", self.beam_width),
+            n => format!("beam (width {}, lexicon of {n} words)", self.beam_width),
+        };
+        for (name, s) in [("greedy", &self.greedy), (&*beam, &self.beam)] {
             out += &format!(
                 "{name:<16} NLD {:.4}  CER {:.4}  WER {:.4}  exact {:.3}\n",
                 s.nld, s.cer, s.wer, s.sequence_accuracy
@@ -155,6 +158,7 @@ impl CtcEvalReport {
 pub fn evaluate(predictor: &Predictor, data_dir: &Path, opts: &EvalOptions) -> Result<CtcEvalReport> {
     let start = Instant::now();
     let ctc = predictor.ctc_card()?.clone();
+    let decoder = predictor.decoder()?;
     let index = data::index::open(data_dir).map_err(InferError::Data)?;
     if index.continuous.is_none() {
         return Err(InferError::Eval(format!(
@@ -171,12 +175,14 @@ pub fn evaluate(predictor: &Predictor, data_dir: &Path, opts: &EvalOptions) -> R
     let separator = data::tokens::word_separator(ctc.unit, labels);
     let classes = labels.len();
     let bar = eval::progress_bar(positions.len(), opts.progress);
-    let (mut greedy, mut beam) = (ErrorCounts::default(), ErrorCounts::default());
+    let mut tally = CtcTally::default();
     let mut per_group: BTreeMap<String, ErrorCounts> = BTreeMap::new();
-    let mut loss = 0f64;
     let mut sequences = Vec::with_capacity(positions.len());
     let mut skipped = Vec::new();
-    let read = |k: usize| predictor.prepare_read(index.format, &index.entries[positions[k]].path);
+    let read = |k: usize| {
+        let e = &index.entries[positions[k]];
+        predictor.prepare_read(index.format, &e.path, e.sequence)
+    };
     let outcome = crate::prepare_ahead(positions.len(), opts.batch, read, |chunk| {
         let n = chunk.len() as u64;
         let (windows, outcomes) = crate::take_windows(chunk);
@@ -191,19 +197,8 @@ pub fn evaluate(predictor: &Predictor, data_dir: &Path, opts: &EvalOptions) -> R
             }
             let (lp, valid) = frames.next().expect("one output per prepared window");
             let target: Vec<usize> = e.tokens.iter().map(|&t| to_model[t].expect("checked above")).collect();
-            let nll = models::ctc::ctc_one(&lp, classes, valid, &target, BLANK).nll;
-            if nll.is_finite() {
-                loss += nll / target.len().max(1) as f64;
-            }
-            let g: Vec<usize> =
-                models::decode::greedy(&lp, classes, valid, BLANK).into_iter().map(|t| t.index).collect();
-            let (b, _) = models::decode::beam(&lp, classes, valid, BLANK, ctc.decode.beam_width);
-            greedy.add(&g, &target, separator);
-            beam.add(&b, &target, separator);
-            let chosen = match ctc.decode.decoder {
-                Decoder::Greedy => g,
-                Decoder::Beam => b,
-            };
+            let (g, b) = tally.add(&lp, classes, valid, &target, BLANK, separator, decoder);
+            let chosen = ctc.decode.decoder.pick(g, b);
             per_group.entry(e.group.clone()).or_default().add(&chosen, &target, separator);
             let text = |tokens: &[usize]| data::tokens::join(ctc.unit, tokens.iter().map(|&t| labels[t].as_str()));
             sequences.push(SequenceResult {
@@ -229,11 +224,12 @@ pub fn evaluate(predictor: &Predictor, data_dir: &Path, opts: &EvalOptions) -> R
         precision: predictor.precision().to_string(),
         n,
         groups: per_group.len(),
-        loss: loss / n as f64,
+        loss: tally.mean_loss(),
         decoder: ctc.decode.decoder,
         beam_width: ctc.decode.beam_width,
-        greedy: greedy.scores(),
-        beam: beam.scores(),
+        lexicon_words: decoder.lexicon.as_ref().map_or(0, |l| l.len()),
+        greedy: tally.greedy.scores(),
+        beam: tally.beam.scores(),
         per_group: per_group
             .into_iter()
             .map(|(group, c)| GroupScores { group, n: c.sequences, scores: c.scores() })

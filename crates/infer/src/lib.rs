@@ -163,6 +163,8 @@ pub struct Predictor {
     precision: Precision,
     top_k: usize,
     dir: PathBuf,
+    /// A CTC model's decoder (the card's, or a lexicon set by [`Predictor::set_lexicon`]).
+    decoder: models::decode::CtcDecoder,
 }
 
 impl Predictor {
@@ -239,7 +241,15 @@ impl Predictor {
             message: format!("preprocess: {e}"),
         })?;
         let model = ComputeModel::new(model, precision.float_dtype());
+        let decoder = match &card.ctc {
+            Some(ctc) => ctc.decoder(&card.labels).map_err(|message| InferError::Model {
+                path: dir.join(bundle::layout::CARD_FILE),
+                message: format!("ctc.lexicon: {message}"),
+            })?,
+            None => Default::default(),
+        };
         let p = Self {
+            decoder,
             model,
             preprocessor,
             device: selected.device,
@@ -350,22 +360,33 @@ impl Predictor {
     /// Read one sequence file (`.parquet` in the ISLR layout, `.npy`, `.npz` or `.pose`, the
     /// latter mapped with the model's preprocessing); errors name the file.
     pub fn read_file(&self, path: &Path) -> Result<Sample> {
-        self.read_format(format_of(path)?, path)
+        self.read_format(format_of(path)?, path, None)
     }
 
-    /// Read a sequence file of a known format; errors name the file.
-    pub(crate) fn read_format(&self, format: data::index::Format, path: &Path) -> Result<Sample> {
-        data::dataset::read_sample(format, path, &self.card.preprocess).map_err(InferError::Data)
+    /// Read a sequence file of a known format (`sequence`: which one of a file holding
+    /// several); errors name the file.
+    pub(crate) fn read_format(
+        &self,
+        format: data::index::Format,
+        path: &Path,
+        sequence: Option<i64>,
+    ) -> Result<Sample> {
+        data::dataset::read_sample(format, path, sequence, &self.card.preprocess).map_err(InferError::Data)
     }
 
     /// Read one sequence file (see [`Predictor::read_file`]) and prepare it; errors name the file.
     pub fn prepare_file(&self, path: &Path) -> Result<Prepared> {
-        self.prepare_read(format_of(path)?, path)
+        self.prepare_read(format_of(path)?, path, None)
     }
 
     /// Read a sequence file of a known format and prepare it; errors name the file.
-    pub(crate) fn prepare_read(&self, format: data::index::Format, path: &Path) -> Result<Prepared> {
-        let sample = self.read_format(format, path)?;
+    pub(crate) fn prepare_read(
+        &self,
+        format: data::index::Format,
+        path: &Path,
+        sequence: Option<i64>,
+    ) -> Result<Prepared> {
+        let sample = self.read_format(format, path, sequence)?;
         self.prepare(&sample, 0).map_err(|e| match e {
             InferError::Input { message, .. } => InferError::File { path: path.into(), message },
             e => e,

@@ -34,6 +34,13 @@ struct ModelArgs {
     /// Let --choose fastest try software Vulkan adapters (llvmpipe).
     #[arg(long)]
     allow_software_wgpu: bool,
+    /// CTC models: keep beam search to transcripts of the words of this file (whitespace-
+    /// separated words spelled in the model's tokens) instead of the model card's lexicon.
+    #[arg(long, conflicts_with = "no_lexicon")]
+    lexicon: Option<PathBuf>,
+    /// CTC models: decode without the model card's lexicon.
+    #[arg(long)]
+    no_lexicon: bool,
 }
 
 #[derive(Subcommand)]
@@ -253,7 +260,12 @@ fn main() -> ExitCode {
 fn load(m: &ModelArgs, precision: PrecisionSetting, top_k: usize) -> Result<Predictor> {
     let policy = device::SelectionPolicy { allow_software_wgpu: m.allow_software_wgpu, ..Default::default() };
     let opts = PredictorOptions { device: m.device, precision, top_k, choose: m.choose, policy, ..Default::default() };
-    let predictor = Predictor::load(&m.model, &opts)?;
+    let mut predictor = Predictor::load(&m.model, &opts)?;
+    if let Some(path) = &m.lexicon {
+        predictor.set_lexicon(Some(&data::tokens::WordList::read(path)?))?;
+    } else if m.no_lexicon {
+        predictor.set_lexicon(None)?;
+    }
     if m.choose == device::Choose::Fastest {
         eprintln!("device: {} ({})", predictor.device_name(), predictor.device_reason());
     }

@@ -197,11 +197,11 @@ impl StreamingRecognizer {
             }
             if frame - last > self.cfg.max_gap_frames {
                 if self.ctc {
-                    events.extend(self.decode_window(true)?);
+                    events.extend(self.end_segment()?);
                 } else {
                     events.extend(self.close_run());
+                    self.reset_window();
                 }
-                self.reset_window();
             }
         }
         self.pushed += 1;

@@ -1,8 +1,9 @@
 //! Continuous recognition: a CTC model's per-frame token scores decoded into token sequences.
 //!
-//! The decoder is the one in the model card (`[ctc] decoder` and `beam_width` of training):
-//! greedy, or prefix beam search with its labelling placed on the frames by the most probable
-//! alignment ([`models::decode::align`]). Every token comes with the frames it occupies and its
+//! The decoder is the one in the model card (`[ctc] decoder`, `beam_width` and lexicon of
+//! training; [`Predictor::set_lexicon`] replaces the lexicon): greedy, or prefix beam search
+//! with its labelling placed on the frames by the most probable alignment
+//! ([`models::decode::align`]). Every token comes with the frames it occupies and its
 //! mean probability there.
 //!
 //! Frames are those of the model's input window: a sequence's non-empty frames, resampled to
@@ -23,11 +24,12 @@
 //! ```
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bundle::CtcCard;
-use data::tokens::BLANK;
+use data::tokens::{WordList, BLANK};
 use data::{Prepared, Sample};
-use models::decode::Token;
+use models::decode::CtcDecoder;
 use serde::Serialize;
 
 use crate::{InferError, Predictor, Result};
@@ -89,21 +91,36 @@ impl Predictor {
         Ok(prepared.iter().enumerate().map(|(i, p)| (all[i * per..(i + 1) * per].to_vec(), p.valid)).collect())
     }
 
-    /// Decode one window's log-probabilities with the card's decoder.
-    pub(crate) fn decode_frames(&self, log_probs: &[f32], valid: usize) -> Result<Transcript> {
-        let ctc = self.ctc_card()?;
-        let tokens = ctc.decode.decode(log_probs, self.card.labels.len(), valid, BLANK);
-        Ok(self.transcript(&tokens))
+    /// The CTC decoder transcripts use: the card's decoder and beam width, with the card's
+    /// lexicon or the one set by [`Predictor::set_lexicon`].
+    pub fn decoder(&self) -> Result<&CtcDecoder> {
+        self.ctc_card()?;
+        Ok(&self.decoder)
     }
 
-    /// Label decoded tokens.
-    pub(crate) fn transcript(&self, tokens: &[Token]) -> Transcript {
-        let unit = self.card.ctc.as_ref().map_or(data::tokens::Unit::Gloss, |c| c.unit);
+    /// Constrain beam search to transcripts made of `words` (whitespace-separated words spelled
+    /// in the model's tokens; see [`models::lexicon`]) instead of the card's lexicon; `None`
+    /// decodes without a lexicon. An error for a classification model or a word the model
+    /// cannot spell (naming the word and its line).
+    pub fn set_lexicon(&mut self, words: Option<&WordList>) -> Result<()> {
+        let unit = self.ctc_card()?.unit;
+        let lexicon = words
+            .map(|w| bundle::build_lexicon(w, unit, &self.card.labels))
+            .transpose()
+            .map_err(InferError::Unsupported)?;
+        self.decoder.lexicon = lexicon.map(Arc::new);
+        Ok(())
+    }
+
+    /// Decode one window's log-probabilities with [`Predictor::decoder`].
+    pub(crate) fn decode_frames(&self, log_probs: &[f32], valid: usize) -> Result<Transcript> {
+        let ctc = self.ctc_card()?;
         let labels = &self.card.labels;
-        Transcript {
-            text: data::tokens::join(unit, tokens.iter().map(|t| labels[t.index].as_str())),
+        let tokens = self.decoder.decode(log_probs, labels.len(), valid, BLANK);
+        Ok(Transcript {
+            text: data::tokens::join(ctc.unit, tokens.iter().map(|t| labels[t.index].as_str())),
             tokens: tokens
-                .iter()
+                .into_iter()
                 .map(|t| TokenSpan {
                     label: labels[t.index].clone(),
                     index: t.index,
@@ -112,7 +129,7 @@ impl Predictor {
                     confidence: t.confidence,
                 })
                 .collect(),
-        }
+        })
     }
 
     /// Decode already prepared windows (see [`Predictor::prepare`]).

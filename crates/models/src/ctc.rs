@@ -34,13 +34,19 @@ fn log_add(a: f64, b: f64) -> f64 {
     hi + (lo - hi).exp().ln_1p()
 }
 
-/// CTC of one sequence from log-probabilities `log_probs` (`[frames, classes]`, row-major, each row a
-/// log-softmax) of which the first `length` frames are real; `target` holds class indices, none of
-/// them `blank`.
-pub fn ctc_one(log_probs: &[f32], classes: usize, length: usize, target: &[usize], blank: usize) -> CtcOutput {
+/// The forward pass of one sequence: the blank-extended target, the frames used, the forward
+/// variables `alpha` (`[t_len, ext.len()]`, log space) and `log p(target)`; `None` when the
+/// target cannot fit the frames.
+struct Forward {
+    ext: Vec<usize>,
+    t_len: usize,
+    alpha: Vec<f64>,
+    log_p: f64,
+}
+
+fn forward(log_probs: &[f32], classes: usize, length: usize, target: &[usize], blank: usize) -> Option<Forward> {
     let frames = log_probs.len() / classes.max(1);
     let t_len = length.min(frames);
-    let mut grad = vec![0f32; frames * classes];
     let lp = |t: usize, k: usize| f64::from(log_probs[t * classes + k]);
     // The blank-extended target: blank, l1, blank, l2, ..., blank.
     let ext: Vec<usize> = std::iter::once(blank).chain(target.iter().flat_map(|&l| [l, blank])).collect();
@@ -48,11 +54,10 @@ pub fn ctc_one(log_probs: &[f32], classes: usize, length: usize, target: &[usize
     // A label repeated back to back needs a blank between its two frames.
     let repeats = target.windows(2).filter(|w| w[0] == w[1]).count();
     if t_len == 0 || target.len() + repeats > t_len {
-        return CtcOutput { nll: f64::INFINITY, grad };
+        return None;
     }
     let neg = f64::NEG_INFINITY;
     let mut alpha = vec![neg; t_len * s_len];
-    let mut beta = vec![neg; t_len * s_len];
     let can_skip = |s: usize| s >= 2 && ext[s] != blank && ext[s] != ext[s - 2];
     alpha[0] = lp(0, ext[0]);
     if s_len > 1 {
@@ -71,6 +76,36 @@ pub fn ctc_one(log_probs: &[f32], classes: usize, length: usize, target: &[usize
         }
     }
     let last = (t_len - 1) * s_len;
+    let mut log_p = alpha[last + s_len - 1];
+    if s_len > 1 {
+        log_p = log_add(log_p, alpha[last + s_len - 2]);
+    }
+    Some(Forward { ext, t_len, alpha, log_p })
+}
+
+/// `-log p(target | input)` of one sequence (as [`ctc_one`]'s `nll`, without the backward pass
+/// and gradient): what validation needs.
+pub fn ctc_nll(log_probs: &[f32], classes: usize, length: usize, target: &[usize], blank: usize) -> f64 {
+    forward(log_probs, classes, length, target, blank).map_or(f64::INFINITY, |f| -f.log_p)
+}
+
+/// CTC of one sequence from log-probabilities `log_probs` (`[frames, classes]`, row-major, each row a
+/// log-softmax) of which the first `length` frames are real; `target` holds class indices, none of
+/// them `blank`.
+pub fn ctc_one(log_probs: &[f32], classes: usize, length: usize, target: &[usize], blank: usize) -> CtcOutput {
+    let frames = log_probs.len() / classes.max(1);
+    let mut grad = vec![0f32; frames * classes];
+    let neg = f64::NEG_INFINITY;
+    let Some(Forward { ext, t_len, alpha, log_p }) = forward(log_probs, classes, length, target, blank) else {
+        return CtcOutput { nll: f64::INFINITY, grad };
+    };
+    if log_p == neg {
+        return CtcOutput { nll: f64::INFINITY, grad };
+    }
+    let lp = |t: usize, k: usize| f64::from(log_probs[t * classes + k]);
+    let s_len = ext.len();
+    let last = (t_len - 1) * s_len;
+    let mut beta = vec![neg; t_len * s_len];
     beta[last + s_len - 1] = lp(t_len - 1, ext[s_len - 1]);
     if s_len > 1 {
         beta[last + s_len - 2] = lp(t_len - 1, ext[s_len - 2]);
@@ -86,13 +121,6 @@ pub fn ctc_one(log_probs: &[f32], classes: usize, length: usize, target: &[usize
             }
             beta[t * s_len + s] = if b == neg { neg } else { b + lp(t, ext[s]) };
         }
-    }
-    let mut log_p = alpha[last + s_len - 1];
-    if s_len > 1 {
-        log_p = log_add(log_p, alpha[last + s_len - 2]);
-    }
-    if log_p == neg {
-        return CtcOutput { nll: f64::INFINITY, grad };
     }
     // alpha and beta both include y_t(l'_s): their product over y_t counts it once.
     let mut occupancy = vec![neg; classes];
@@ -264,6 +292,7 @@ mod tests {
             let out = ctc_one(&lp, classes, frames, &target, 0);
             let exact = brute_force(&lp, classes, frames, &target, 0);
             assert!((out.nll - exact).abs() < 1e-5, "{target:?}: {} vs {exact}", out.nll);
+            assert_eq!(ctc_nll(&lp, classes, frames, &target, 0), out.nll, "forward-only loss");
             // d nll / d z by central differences through the log-softmax.
             for i in 0..frames * classes {
                 let h = 1e-4;

@@ -2,14 +2,20 @@
 //!
 //! - [`greedy`]: the best class per frame, repeats merged, blanks dropped.
 //! - [`beam`]: prefix beam search (each prefix keeps its probability of ending in a blank and in
-//!   its last token, so alignments of one output are summed, not competing).
+//!   its last token, so alignments of one output are summed, not competing), optionally
+//!   constrained to transcripts made of the words of a [`Lexicon`].
+//! - [`CtcDecoder`]: the `[ctc]` settings with their lexicon, as validation and `infer` run them.
 //! - [`levenshtein`], [`ErrorCounts`]: edit distance and the error rates of the field: the ASL
 //!   Fingerspelling competition's normalized Levenshtein score `(N - D) / N` over a whole set,
 //!   and character / word error rates `D / N`.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+
+pub use crate::lexicon::{Lexicon, LexiconState};
 
 /// Which CTC decoder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -29,6 +35,10 @@ pub struct DecodeConfig {
     pub decoder: Decoder,
     /// Prefixes kept per frame by the beam search.
     pub beam_width: usize,
+    /// A word list constraining beam search to transcripts of its words (whitespace-separated
+    /// words of a text file, spelled in the vocabulary's tokens). In a model card: the file the
+    /// words were read from; the words themselves travel in the card.
+    pub lexicon: Option<PathBuf>,
 }
 
 impl Decoder {
@@ -41,9 +51,19 @@ impl Decoder {
     }
 }
 
+impl Decoder {
+    /// `greedy` or `beam`, whichever this decoder is.
+    pub fn pick<T>(self, greedy: T, beam: T) -> T {
+        match self {
+            Self::Greedy => greedy,
+            Self::Beam => beam,
+        }
+    }
+}
+
 impl Default for DecodeConfig {
     fn default() -> Self {
-        Self { decoder: Decoder::Beam, beam_width: 8 }
+        Self { decoder: Decoder::Beam, beam_width: 8, lexicon: None }
     }
 }
 
@@ -53,17 +73,36 @@ impl DecodeConfig {
         if !(1..=1024).contains(&self.beam_width) {
             return Err(("ctc.beam_width".into(), format!("must be in 1..=1024, got {}", self.beam_width)));
         }
+        if self.lexicon.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
+            return Err(("ctc.lexicon".into(), "is an empty path; leave the key out for no lexicon".into()));
+        }
         Ok(())
+    }
+}
+
+/// A CTC decoder ready to run: the `[ctc]` settings and the lexicon they name, read.
+#[derive(Debug, Clone, Default)]
+pub struct CtcDecoder {
+    /// Decoder and beam width.
+    pub config: DecodeConfig,
+    /// The lexicon beam search keeps to (greedy decoding ignores it).
+    pub lexicon: Option<Arc<Lexicon>>,
+}
+
+impl CtcDecoder {
+    /// Beam search with this decoder's width and lexicon ([`beam`]).
+    pub fn beam(&self, log_probs: &[f32], classes: usize, length: usize, blank: usize) -> (Vec<usize>, f32) {
+        beam(log_probs, classes, length, blank, self.config.beam_width, self.lexicon.as_deref())
     }
 
     /// The tokens of one sequence's `[frames, classes]` log-probabilities (first `length`
-    /// frames real) with this decoder, each with its frames and confidence (beam search output
-    /// is placed on the frames by [`align`]).
+    /// frames real) with the configured decoder, each with its frames and confidence (beam
+    /// search output is placed on the frames by [`align`]).
     pub fn decode(&self, log_probs: &[f32], classes: usize, length: usize, blank: usize) -> Vec<Token> {
-        match self.decoder {
+        match self.config.decoder {
             Decoder::Greedy => greedy(log_probs, classes, length, blank),
             Decoder::Beam => {
-                let (tokens, _) = beam(log_probs, classes, length, blank, self.beam_width);
+                let (tokens, _) = self.beam(log_probs, classes, length, blank);
                 // The beam's labelling was built from alignments of non-zero probability, so it
                 // aligns; the greedy path stands in only if every path had probability 0.
                 align(log_probs, classes, length, &tokens, blank)
@@ -187,19 +226,22 @@ fn log_add(a: f32, b: f32) -> f32 {
 
 /// Prefixes as nodes of a trie: a prefix is its node id, extended without copying.
 struct Trie {
-    /// (parent, token) of every node; node 0 is the empty prefix.
-    nodes: Vec<(usize, usize)>,
+    /// (parent, token, lexicon state after it) of every node; node 0 is the empty prefix.
+    nodes: Vec<(usize, usize, LexiconState)>,
     children: HashMap<(usize, usize), usize>,
 }
 
 impl Trie {
-    fn child(&mut self, parent: usize, token: usize) -> usize {
+    fn child(&mut self, parent: usize, token: usize, state: LexiconState) -> usize {
         let next = self.nodes.len();
         let id = *self.children.entry((parent, token)).or_insert(next);
         if id == next {
-            self.nodes.push((parent, token));
+            self.nodes.push((parent, token, state));
         }
         id
+    }
+    fn state(&self, node: usize) -> LexiconState {
+        self.nodes[node].2
     }
     fn last(&self, node: usize) -> Option<usize> {
         (node != 0).then(|| self.nodes[node].1)
@@ -219,10 +261,22 @@ impl Trie {
 /// keeping `width` prefixes per frame. Returns the best token sequence and its log-probability
 /// (summed over its alignments). `width = 1` is close to, but not the same as, greedy: it merges
 /// alignments of a prefix.
-pub fn beam(log_probs: &[f32], classes: usize, length: usize, blank: usize, width: usize) -> (Vec<usize>, f32) {
+///
+/// With a `lexicon`, a prefix is only extended by tokens the lexicon allows after it, and the
+/// result is the best prefix that ends a word; when no surviving prefix does (too few frames
+/// for any word), the best one is returned as it is.
+pub fn beam(
+    log_probs: &[f32],
+    classes: usize,
+    length: usize,
+    blank: usize,
+    width: usize,
+    lexicon: Option<&Lexicon>,
+) -> (Vec<usize>, f32) {
     let neg = f32::NEG_INFINITY;
     let width = width.max(1);
-    let mut trie = Trie { nodes: vec![(0, usize::MAX)], children: HashMap::new() };
+    let start = lexicon.map_or(0, Lexicon::start);
+    let mut trie = Trie { nodes: vec![(0, usize::MAX, start)], children: HashMap::new() };
     // (prefix node, log p ending in blank, log p ending in its last token)
     let mut beams: Vec<(usize, f32, f32)> = vec![(0, 0.0, neg)];
     let mut next: HashMap<usize, (f32, f32)> = HashMap::new();
@@ -252,14 +306,19 @@ pub fn beam(log_probs: &[f32], classes: usize, length: usize, blank: usize, widt
                     e.0 = log_add(e.0, total + p);
                     continue;
                 }
-                let extended = trie.child(prefix, k);
-                let e = next.entry(extended).or_insert((neg, neg));
                 // A repeat only extends after a blank; without one it stays the same prefix.
-                e.1 = log_add(e.1, if last == Some(k) { pb + p } else { total + p });
                 if last == Some(k) {
                     let same = next.entry(prefix).or_insert((neg, neg));
                     same.1 = log_add(same.1, pnb + p);
                 }
+                let state = match lexicon {
+                    None => Some(start),
+                    Some(lex) => lex.step(trie.state(prefix), k),
+                };
+                let Some(state) = state else { continue };
+                let extended = trie.child(prefix, k, state);
+                let e = next.entry(extended).or_insert((neg, neg));
+                e.1 = log_add(e.1, if last == Some(k) { pb + p } else { total + p });
             }
         }
         beams.clear();
@@ -270,8 +329,12 @@ pub fn beam(log_probs: &[f32], classes: usize, length: usize, blank: usize, widt
             beams.truncate(width);
         }
     }
+    // The empty transcript is complete; any other ends on a whole word.
+    let complete = |b: &(usize, f32, f32)| b.0 == 0 || lexicon.is_none_or(|lex| lex.complete(trie.state(b.0)));
+    let any_complete = beams.iter().any(complete);
     let best = beams
         .iter()
+        .filter(|b| !any_complete || complete(b))
         .max_by(|a, b| log_add(a.1, a.2).total_cmp(&log_add(b.1, b.2)).then(b.0.cmp(&a.0)))
         .copied()
         .unwrap_or((0, 0.0, neg));
@@ -369,6 +432,51 @@ impl ErrorCounts {
     }
 }
 
+/// Validation of a CTC model over a set, one sequence at a time: the CTC loss and both
+/// decoders' edit counts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CtcTally {
+    /// Summed per-sequence loss per target token (sequences whose target cannot fit their
+    /// frames count 0, as in training).
+    pub loss: f64,
+    /// Greedy decoding's counts.
+    pub greedy: ErrorCounts,
+    /// Beam search's counts.
+    pub beam: ErrorCounts,
+}
+
+impl CtcTally {
+    /// Score one sequence's `[frames, classes]` log-probabilities (first `length` frames real)
+    /// against `target`; returns the (greedy, beam) hypotheses, beam search being `decoder`'s
+    /// (its width and lexicon). `separator` as in [`ErrorCounts::add`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn add(
+        &mut self,
+        log_probs: &[f32],
+        classes: usize,
+        length: usize,
+        target: &[usize],
+        blank: usize,
+        separator: Option<usize>,
+        decoder: &CtcDecoder,
+    ) -> (Vec<usize>, Vec<usize>) {
+        let nll = crate::ctc::ctc_nll(log_probs, classes, length, target, blank);
+        if nll.is_finite() {
+            self.loss += nll / target.len().max(1) as f64;
+        }
+        let g: Vec<usize> = greedy(log_probs, classes, length, blank).into_iter().map(|t| t.index).collect();
+        let (b, _) = decoder.beam(log_probs, classes, length, blank);
+        self.greedy.add(&g, target, separator);
+        self.beam.add(&b, target, separator);
+        (g, b)
+    }
+
+    /// Mean loss per sequence.
+    pub fn mean_loss(&self) -> f64 {
+        self.loss / self.greedy.sequences.max(1) as f64
+    }
+}
+
 /// The error rates of one decoder over a set (what `summary.json`, the epoch records and
 /// `infer eval` report).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -415,12 +523,56 @@ mod tests {
         // "a" has aa + a_ + _a = 0.16 + 0.24 + 0.24 = 0.64.
         let lp = rows(&[&[0.6, 0.4], &[0.6, 0.4]]);
         assert!(greedy(&lp, 2, 2, 0).is_empty());
-        let (best, logp) = beam(&lp, 2, 2, 0, 4);
+        let (best, logp) = beam(&lp, 2, 2, 0, 4, None);
         assert_eq!(best, vec![1]);
         assert!((logp.exp() - 0.64).abs() < 1e-5, "{}", logp.exp());
         // "a a" needs a blank between: a _ a.
         let lp = rows(&[&[0.1, 0.9], &[0.9, 0.1], &[0.1, 0.9]]);
-        assert_eq!(beam(&lp, 2, 3, 0, 4).0, vec![1, 1]);
+        assert_eq!(beam(&lp, 2, 3, 0, 4, None).0, vec![1, 1]);
+    }
+
+    /// Random `[frames, classes]` log-probabilities (a fixed xorshift stream, `scale` the
+    /// spread of the logits).
+    fn random_log_probs(x: &mut u64, frames: usize, classes: usize, scale: f64) -> Vec<f32> {
+        let z: Vec<f64> = (0..frames * classes)
+            .map(|_| {
+                *x ^= *x << 13;
+                *x ^= *x >> 7;
+                *x ^= *x << 17;
+                (*x >> 11) as f64 / (1u64 << 53) as f64 * scale
+            })
+            .collect();
+        z.chunks(classes)
+            .flat_map(|r| {
+                let lse = r.iter().map(|v| v.exp()).sum::<f64>().ln();
+                r.iter().map(move |v| (v - lse) as f32).collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    /// The most probable labelling of up to `frames` tokens over classes `1..classes` that
+    /// `allowed` accepts, by scoring every one with the CTC forward pass.
+    fn best_labelling(
+        lp: &[f32],
+        classes: usize,
+        frames: usize,
+        allowed: impl Fn(&[usize]) -> bool,
+    ) -> (Vec<usize>, f64) {
+        let tokens = classes - 1;
+        let mut best = (Vec::new(), f64::NEG_INFINITY);
+        for n in 0..=frames {
+            for code in 0..tokens.pow(n as u32) {
+                let label: Vec<usize> = (0..n).map(|i| 1 + code / tokens.pow(i as u32) % tokens).collect();
+                if !allowed(&label) {
+                    continue;
+                }
+                let logp = -crate::ctc::ctc_one(lp, classes, frames, &label, 0).nll;
+                if logp > best.1 {
+                    best = (label, logp);
+                }
+            }
+        }
+        best
     }
 
     #[test]
@@ -429,35 +581,58 @@ mod tests {
         let (classes, frames) = (3, 5);
         let mut x = 0x853c_49e6_748f_ea9bu64;
         for _ in 0..20 {
-            let z: Vec<f64> = (0..frames * classes)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    (x >> 11) as f64 / (1u64 << 53) as f64 * 3.0
-                })
-                .collect();
-            let lp: Vec<f32> = z
-                .chunks(classes)
-                .flat_map(|r| {
-                    let lse = r.iter().map(|v| v.exp()).sum::<f64>().ln();
-                    r.iter().map(move |v| (v - lse) as f32).collect::<Vec<_>>()
-                })
-                .collect();
-            let mut best = (Vec::new(), f64::NEG_INFINITY);
-            for n in 0..=frames {
-                for bits in 0..1usize << n {
-                    let label: Vec<usize> = (0..n).map(|i| 1 + (bits >> i & 1)).collect();
-                    let logp = -crate::ctc::ctc_one(&lp, classes, frames, &label, 0).nll;
-                    if logp > best.1 {
-                        best = (label, logp);
-                    }
-                }
-            }
-            let (got, logp) = beam(&lp, classes, frames, 0, 64);
+            let lp = random_log_probs(&mut x, frames, classes, 3.0);
+            let best = best_labelling(&lp, classes, frames, |_| true);
+            let (got, logp) = beam(&lp, classes, frames, 0, 64, None);
             assert_eq!(got, best.0);
             assert!((f64::from(logp) - best.1).abs() < 1e-4, "{logp} vs {}", best.1);
         }
+    }
+
+    #[test]
+    fn a_lexicon_beam_finds_the_most_probable_transcript_of_lexicon_words() {
+        // Classes: blank, space, a, b, c. Words "ab", "c", "ca", "bcc"; every labelling of up
+        // to 6 tokens is scored, the best one made of lexicon words is what beam search with
+        // the lexicon must return, whatever the unconstrained best is.
+        let (classes, frames) = (5, 6);
+        let words = [vec![2, 3], vec![4], vec![4, 2], vec![3, 4, 4]];
+        let lex = Lexicon::new(&words, Some(1), 0).unwrap();
+        let is_transcript =
+            |label: &[usize]| label.is_empty() || label.split(|&t| t == 1).all(|w| words.iter().any(|v| v == w));
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut differs = 0;
+        for _ in 0..12 {
+            let lp = random_log_probs(&mut x, frames, classes, 4.0);
+            let free = best_labelling(&lp, classes, frames, |_| true);
+            let best = best_labelling(&lp, classes, frames, is_transcript);
+            let (got, logp) = beam(&lp, classes, frames, 0, 256, Some(&lex));
+            assert_eq!(got, best.0, "free best {:?}", free.0);
+            assert!((f64::from(logp) - best.1).abs() < 1e-4, "{logp} vs {}", best.1);
+            differs += usize::from(free.0 != best.0);
+        }
+        // The constraint changed the answer in most cases: the test is not vacuous.
+        assert!(differs >= 6, "{differs}");
+    }
+
+    #[test]
+    fn the_lexicon_mends_a_misspelling_greedy_and_free_beam_make() {
+        // Classes blank, space, a, b, c. The "a" of "cab" is weak: without the lexicon "cb"
+        // (p = 0.251, by the CTC forward pass) beats "cab" (0.151) and greedy reads "cbb"; with
+        // the words {"cab", "aa"} beam search answers "cab".
+        let lp = rows(&[
+            &[0.05, 0.05, 0.05, 0.05, 0.8],
+            &[0.3, 0.05, 0.2, 0.4, 0.05],
+            &[0.5, 0.05, 0.15, 0.25, 0.05],
+            &[0.05, 0.05, 0.05, 0.8, 0.05],
+        ]);
+        let lex = Lexicon::new(&[vec![4, 2, 3], vec![2, 2]], Some(1), 0).unwrap();
+        assert_eq!(beam(&lp, 5, 4, 0, 8, None).0, vec![4, 3]);
+        assert_eq!(greedy(&lp, 5, 4, 0).iter().map(|t| t.index).collect::<Vec<_>>(), [4, 3, 3]);
+        assert_eq!(beam(&lp, 5, 4, 0, 8, Some(&lex)).0, vec![4, 2, 3]);
+        let decoder = CtcDecoder { config: DecodeConfig::default(), lexicon: Some(Arc::new(lex)) };
+        let tokens = decoder.decode(&lp, 5, 4, 0);
+        assert_eq!(tokens.iter().map(|t| t.index).collect::<Vec<_>>(), [4, 2, 3]);
+        assert!(tokens.windows(2).all(|w| w[0].end < w[1].start));
     }
 
     /// The best single path collapsing to `target`, by enumerating every path (tiny cases).

@@ -31,6 +31,7 @@ pub mod ctc;
 pub mod decode;
 pub mod gru;
 pub mod kernels;
+pub mod lexicon;
 pub mod precision;
 pub mod transformer;
 

@@ -866,6 +866,9 @@ impl ExperimentConfig {
             "training.early_stopping.metric",
             || "\"valid_cer\" needs task = \"ctc\"; use \"valid_top1\" or \"valid_loss\"".into(),
         )?;
+        check(self.task == Task::Ctc || self.ctc.lexicon.is_none(), "ctc.lexicon", || {
+            "a lexicon constrains CTC decoding; it needs task = \"ctc\"".into()
+        })?;
         if self.task == Task::Ctc {
             self.ctc.validate()?;
             check(

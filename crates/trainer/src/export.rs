@@ -77,6 +77,7 @@ pub fn export_model(
             unit,
             decode: cfg.ctc.clone(),
             valid: exported_epoch.as_ref().and_then(|h| h.valid_sequences).map(|s| *s.chosen()),
+            lexicon: run.input.lexicon.as_ref().map(|w| w.words.clone()).unwrap_or_default(),
         }),
         ..ModelCard::new(
             cfg.model.clone(),

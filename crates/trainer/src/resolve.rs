@@ -10,7 +10,9 @@ use std::sync::Arc;
 use data::dataset::{LoadOptions, SignDataset};
 use data::index::{fnv1a, FNV_OFFSET};
 use data::preprocess::Preprocessor;
+use data::tokens::WordList;
 use device::{ResolvedPrecision, SelectedDevice};
+use models::decode::CtcDecoder;
 
 use crate::config::{BatchSize, ExperimentConfig, TrainingConfig};
 use crate::tune::TuneReport;
@@ -82,15 +84,31 @@ pub struct ResolvedData {
     pub preprocessor: Arc<Preprocessor>,
     /// The loaded and split data.
     pub data: PreparedData,
+    /// The `[ctc]` decoder with its lexicon read (unused by classification).
+    pub decoder: CtcDecoder,
+    /// The words of `[ctc] lexicon`, for the model card.
+    pub lexicon: Option<WordList>,
 }
 
 impl ResolvedData {
-    /// Open, load (through the preprocessed cache) and split the data of `cfg`.
+    /// Open, load (through the preprocessed cache) and split the data of `cfg`; read its lexicon.
     pub fn resolve(cfg: &ExperimentConfig, progress: bool) -> Result<Self> {
         let preprocessor = Arc::new(Preprocessor::new(cfg.preprocess.clone())?);
         let data = prepare_data(cfg, &preprocessor, progress)?;
-        Ok(Self { preprocessor, data })
+        let (decoder, lexicon) = ctc_decoder(cfg, &data.dataset)?;
+        Ok(Self { preprocessor, data, decoder, lexicon })
     }
+}
+
+/// The `[ctc]` decoder of `cfg` over the classes of `ds`, with the words of its lexicon file
+/// (spelled in the dataset's vocabulary) when `ctc.lexicon` names one.
+pub fn ctc_decoder(cfg: &ExperimentConfig, ds: &SignDataset) -> Result<(CtcDecoder, Option<WordList>)> {
+    let plain = CtcDecoder { config: cfg.ctc.clone(), lexicon: None };
+    let (Some(path), Some(unit)) = (&cfg.ctc.lexicon, ds.continuous) else { return Ok((plain, None)) };
+    let words = WordList::read(path)?;
+    let lexicon = bundle::build_lexicon(&words, unit, &ds.labels)
+        .map_err(|message| data::DataError::Config { key: "ctc.lexicon".into(), message })?;
+    Ok((CtcDecoder { lexicon: Some(Arc::new(lexicon)), ..plain }, Some(words)))
 }
 
 /// Where the micro-batch size of a run came from.

@@ -685,8 +685,8 @@ impl<'a> Trainer<'a> {
             let model = self.model.valid();
             let pre = &run.input.preprocessor;
             let workers = run.config.data.workers;
-            let decode = &run.config.ctc;
-            evaluate(&model, &data.dataset, pre, &data.valid, run.batch_size, workers, decode, run.compute.device())
+            let decoder = &run.input.decoder;
+            evaluate(&model, &data.dataset, pre, &data.valid, run.batch_size, workers, decoder, run.compute.device())
         });
         let record = EpochRecord {
             epoch: epoch + 1,

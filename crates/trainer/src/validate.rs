@@ -13,7 +13,7 @@ use data::dataset::SignDataset;
 use data::loader::{EpochLoader, ItemBatcher, LoaderConfig};
 use data::preprocess::Preprocessor;
 use data::tokens::BLANK;
-use models::decode::{DecodeConfig, Decoder, ErrorCounts, Scores};
+use models::decode::{CtcDecoder, CtcTally, Decoder, Scores};
 use models::precision::ComputeModel;
 use models::SignModel;
 use serde::{Deserialize, Serialize};
@@ -52,15 +52,12 @@ pub struct SequenceScores {
 impl SequenceScores {
     /// The configured decoder's scores.
     pub fn chosen(&self) -> &Scores {
-        match self.decoder {
-            Decoder::Greedy => &self.greedy,
-            Decoder::Beam => &self.beam,
-        }
+        self.decoder.pick(&self.greedy, &self.beam)
     }
 }
 
 /// Evaluate `model` on `indices` of `ds` (batched as in training, without augmentation); a
-/// continuous dataset is scored as CTC with `decode`'s beam width.
+/// continuous dataset is scored as CTC, beam search being `decoder`'s (width and lexicon).
 #[allow(clippy::too_many_arguments)]
 pub fn evaluate(
     model: &SignModel<InnerBackend>,
@@ -69,7 +66,7 @@ pub fn evaluate(
     indices: &[usize],
     batch_size: usize,
     workers: usize,
-    decode: &DecodeConfig,
+    decoder: &CtcDecoder,
     device: &Device,
 ) -> Evaluation {
     let batcher = ItemBatcher { preprocessor: pre.clone(), augmenter: None, seed: 0 };
@@ -101,10 +98,10 @@ pub fn evaluate(
                 let log_probs = models::ctc::host_log_probs(logits);
                 for (b, target) in hb.targets.iter().enumerate() {
                     let lp = &log_probs[b * frames * classes..(b + 1) * frames * classes];
-                    tally.add(lp, classes, lengths[b], target, separator, decode.beam_width);
+                    tally.add(lp, classes, lengths[b], target, BLANK, separator, decoder);
                 }
             }
-            tally.finish(decode.decoder)
+            ctc_evaluation(&tally, decoder.config.decoder)
         }
     }
 }
@@ -142,45 +139,14 @@ impl ClassTally {
     }
 }
 
-/// Running sums of CTC validation.
-#[derive(Debug, Default)]
-struct CtcTally {
-    loss: f64,
-    sequences: usize,
-    greedy: ErrorCounts,
-    beam: ErrorCounts,
-}
-
-impl CtcTally {
-    fn add(
-        &mut self,
-        log_probs: &[f32],
-        classes: usize,
-        length: usize,
-        target: &[usize],
-        separator: Option<usize>,
-        width: usize,
-    ) {
-        let nll = models::ctc::ctc_one(log_probs, classes, length, target, BLANK).nll;
-        if nll.is_finite() {
-            self.loss += nll / target.len().max(1) as f64;
-        }
-        self.sequences += 1;
-        let greedy: Vec<usize> =
-            models::decode::greedy(log_probs, classes, length, BLANK).into_iter().map(|t| t.index).collect();
-        self.greedy.add(&greedy, target, separator);
-        let (beam, _) = models::decode::beam(log_probs, classes, length, BLANK, width);
-        self.beam.add(&beam, target, separator);
-    }
-
-    fn finish(self, decoder: Decoder) -> Evaluation {
-        let scores = SequenceScores { greedy: self.greedy.scores(), beam: self.beam.scores(), decoder };
-        Evaluation {
-            loss: self.loss / self.sequences.max(1) as f64,
-            top1: scores.chosen().sequence_accuracy,
-            top5: None,
-            predictions: Vec::new(),
-            sequences: Some(scores),
-        }
+/// The figures of a finished CTC tally, `decoder` being the configured one.
+fn ctc_evaluation(tally: &CtcTally, decoder: Decoder) -> Evaluation {
+    let scores = SequenceScores { greedy: tally.greedy.scores(), beam: tally.beam.scores(), decoder };
+    Evaluation {
+        loss: tally.mean_loss(),
+        top1: scores.chosen().sequence_accuracy,
+        top5: None,
+        predictions: Vec::new(),
+        sequences: Some(scores),
     }
 }

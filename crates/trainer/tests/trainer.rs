@@ -1180,13 +1180,14 @@ fn config_reference_matches_the_code() {
     let mut every = ExperimentConfig::default();
     every.fault.oom_fits_micro_batch = Some(0);
     every.fault.peer_dies_at_step = Some(0);
+    every.ctc.lexicon = Some("words.txt".into());
     let mut set_keys = BTreeMap::new();
     flatten("", &Value::try_from(every).unwrap(), &mut set_keys);
     let optional: Vec<String> = set_keys
         .into_keys()
         .filter(|k| !k.starts_with("model.") && !defaults.contains_key(&(k.clone(), None)))
         .collect();
-    assert_eq!(optional, ["fault.oom_fits_micro_batch", "fault.peer_dies_at_step"]);
+    assert_eq!(optional, ["ctc.lexicon", "fault.oom_fits_micro_batch", "fault.peer_dies_at_step"]);
     let mut built_in = BTreeMap::new();
     flatten("", &Value::Table(toml::from_str(DEFAULT_TOML).unwrap()), &mut built_in);
     let built_in_kind = built_in["model.kind"].as_str().unwrap().to_string();
@@ -1976,6 +1977,74 @@ fn ctc_smoke(tmp: &Path, sets: &[&str]) -> ExperimentConfig {
     smoke(tmp, &all)
 }
 
+/// A small ASL Fingerspelling layout: `train.csv` with phrases, the character map, and wide
+/// parquet files of several sequences each (every phrase's letters are synthetic signs, one
+/// after another, a letter's sign being its class in the generator).
+fn write_fingerspelling(root: &Path) -> Vec<String> {
+    let synth = data::synth::SynthConfig { min_frames: 6, max_frames: 8, ..Default::default() };
+    let chars = " abc";
+    let map: Vec<String> = chars.chars().enumerate().map(|(i, c)| format!("\"{c}\": {i}")).collect();
+    std::fs::create_dir_all(root).unwrap();
+    std::fs::write(root.join("character_to_prediction_index.json"), format!("{{{}}}", map.join(", "))).unwrap();
+    let words = ["cab", "ab", "bca", "c", "ba"];
+    let mut csv = String::from("path,file_id,sequence_id,participant_id,phrase\n");
+    for participant in 0..4usize {
+        let mut sequences = Vec::new();
+        for k in 0..12usize {
+            let phrase = match k % 3 {
+                0 => words[k % 5].to_string(),
+                1 => format!("{} {}", words[k % 5], words[(k + 2) % 5]),
+                _ => format!("{} {}", words[(k + 1) % 5], words[k % 5]),
+            };
+            let mut seq = data::LandmarkSequence::empty(0, data::layout::NUM_LANDMARKS);
+            for (j, c) in phrase.chars().enumerate() {
+                let part = data::synth::generate_sequence(&synth, chars.find(c).unwrap(), participant, k * 16 + j);
+                seq.xyz.extend_from_slice(&part.xyz);
+            }
+            seq.frame_ids = (0..(seq.xyz.len() / (3 * data::layout::NUM_LANDMARKS)) as i32).collect();
+            let id = (participant * 100 + k) as i64;
+            csv += &format!("{participant}.parquet,{participant},{id},{},{phrase}\n", 1000 + participant);
+            sequences.push((id, seq));
+        }
+        let refs: Vec<(i64, &data::LandmarkSequence)> = sequences.iter().map(|(id, s)| (*id, s)).collect();
+        data::fingerspell::write_file(&root.join(format!("{participant}.parquet")), &refs, data::islr::Codec::Zstd)
+            .unwrap();
+    }
+    std::fs::write(root.join("train.csv"), csv).unwrap();
+    words.iter().map(|w| w.to_string()).collect()
+}
+
+#[test]
+fn ctc_trains_on_the_fingerspelling_layout_with_a_character_lexicon() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("fingerspelling");
+    let words = write_fingerspelling(&root);
+    let lexicon = tmp.path().join("words.txt");
+    std::fs::write(&lexicon, words.join("\n")).unwrap();
+    let sets = [
+        format!("data.path=\"{}\"", root.display()),
+        format!("ctc.lexicon=\"{}\"", lexicon.display()),
+        "training.epochs=3".to_string(),
+        "preprocess.window=64".to_string(),
+    ];
+    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    let out =
+        run(ctc_smoke(tmp.path(), &sets), RunOptions { run_dir: Some(tmp.path().join("run")), ..Default::default() })
+            .unwrap();
+    let s = out.summary.unwrap();
+    assert_eq!((s.task, s.classes, s.train_groups, s.valid_groups), (models::Task::Ctc, 5, 3, 1));
+    let scores = s.last.unwrap().valid_sequences.expect("CTC validation scores");
+    assert!((0.0..=1.0).contains(&scores.beam.sequence_accuracy) && scores.beam.cer.is_finite());
+    let card = bundle::card::read_card(&out.run_dir.join("model")).unwrap();
+    let ctc = card.ctc.unwrap();
+    assert_eq!(ctc.unit, data::tokens::Unit::Character);
+    assert_eq!(card.labels, ["<blank>", " ", "a", "b", "c"]);
+    assert_eq!(ctc.lexicon, words);
+    // A classification run on it is refused with what to set.
+    let err = run(smoke(tmp.path(), &[&sets[0]]), RunOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("task = \"ctc\""), "{err}");
+}
+
 #[test]
 fn ctc_learns_sentences_and_keeps_resume_accumulation_half_precision_and_nan_recovery() {
     let tmp = tempfile::tempdir().unwrap();
@@ -2012,6 +2081,18 @@ fn ctc_learns_sentences_and_keeps_resume_accumulation_half_precision_and_nan_rec
     let ctc = card.ctc.unwrap();
     assert_eq!((ctc.unit, &ctc.decode), (data::tokens::Unit::Gloss, &cfg.ctc));
     assert_eq!(card.labels[0], "<blank>");
+    assert!(ctc.lexicon.is_empty());
+
+    // A lexicon file is read against the vocabulary: a word it cannot spell is refused naming
+    // the file and line; a lexicon on a classifier is a config error.
+    let (words, bad) = (tmp.path().join("words.txt"), tmp.path().join("bad.txt"));
+    std::fs::write(&words, format!("# every gloss but the last\n{}\n", card.labels[1..5].join(" "))).unwrap();
+    std::fs::write(&bad, format!("{}\n\nsign_99\n", card.labels[1])).unwrap();
+    let lexicon_set = |p: &Path| format!("ctc.lexicon=\"{}\"", p.display());
+    let err = run(ctc_smoke(tmp.path(), &[&lexicon_set(&bad)]), RunOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("ctc.lexicon") && err.contains("bad.txt:3: word `sign_99`"), "{err}");
+    let err = smoke_builder(tmp.path(), &[&lexicon_set(&words)]).build().unwrap_err().to_string();
+    assert!(err.contains("`ctc.lexicon`") && err.contains("task = \"ctc\""), "{err}");
 
     // Exact resume: interrupted after step 6 (checkpoint at step 4), resumed, same weights.
     let dir = tmp.path().join("resumed");
@@ -2049,10 +2130,15 @@ fn ctc_learns_sentences_and_keeps_resume_accumulation_half_precision_and_nan_rec
     assert!(peers < 1e-3 && different > 20.0 * peers, "2 peers differ from one device: max |dw| {peers}");
 
     // f16 compute with f32 master weights learns like f32; an injected NaN is skipped.
-    let half = train_in(tmp.path(), "f16", ctc_smoke(tmp.path(), &["training.precision=f16"]));
+    // (This run also keeps beam search to a lexicon of four of the five glosses: the card
+    // carries the words and the file they came from.)
+    let half_sets = ["training.precision=f16", &lexicon_set(&words)];
+    let half = train_in(tmp.path(), "f16", ctc_smoke(tmp.path(), &half_sets));
     assert_eq!((half.precision.as_str(), half.master_dtypes.as_slice()), ("f16", ["F32".to_string()].as_slice()));
     let half_cer = half.last.unwrap().valid_sequences.unwrap().beam.cer;
     assert!(half_cer < 0.5, "f16 CER {half_cer}");
+    let ctc = bundle::card::read_card(&tmp.path().join("f16/model")).unwrap().ctc.unwrap();
+    assert_eq!((ctc.lexicon.as_slice(), ctc.decode.lexicon.as_deref()), (&card.labels[1..5], Some(words.as_path())));
     let nan = train_in(tmp.path(), "nan", ctc_smoke(tmp.path(), &["fault.nan_loss_steps=[5]"]));
     assert_eq!((nan.skipped_steps, nan.rollbacks), (1, 0));
     assert!(nan.last.unwrap().valid_sequences.unwrap().beam.cer < 0.5);
