@@ -1,0 +1,128 @@
+//! The eval graph against Burn's forward of the same weights (CPU backend, Flex via `Dispatch`).
+
+use burn::backend::Autodiff;
+use burn::module::{AutodiffModule, ModuleMapper, Param};
+use burn::tensor::{Bool, Distribution, Tensor, TensorData};
+use engine::{EvalGraph, Weights};
+use models::{ConvTransformerConfig, GruModelConfig, ModelConfig, SignModel};
+
+type B = device::Backend;
+type AD = Autodiff<device::Backend>;
+
+fn dev() -> device::DispatchDevice {
+    device::dispatch_device(&device::Target::Cpu).unwrap()
+}
+
+fn values<const D: usize>(t: Tensor<B, D>) -> Vec<f32> {
+    t.into_data().convert::<f32>().to_vec::<f32>().unwrap()
+}
+
+/// Adds noise to every parameter (so BatchNorm's gamma and beta are not 1 and 0), not to the
+/// running statistics.
+struct Perturb {
+    field: String,
+}
+
+impl ModuleMapper<B> for Perturb {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.field = name.to_string();
+    }
+
+    fn map_float<const D: usize>(&mut self, p: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        if self.field.starts_with("running_") {
+            return p;
+        }
+        p.map(|t| {
+            let noise = Tensor::random(t.shape(), Distribution::Normal(0.0, 0.1), &t.device());
+            t + noise
+        })
+    }
+}
+
+/// A conv-transformer whose norms have real running statistics (training-mode passes) and
+/// perturbed affine parameters.
+fn model(features: usize, classes: usize) -> SignModel<B> {
+    let cfg = ModelConfig::ConvTransformer(ConvTransformerConfig {
+        dim: 32,
+        kernel: 5,
+        heads: 4,
+        bn_momentum: 0.5,
+        ..Default::default()
+    });
+    let m = cfg.init::<AD>(features, classes, &dev());
+    for _ in 0..3 {
+        let x = Tensor::<AD, 3>::random([4, 12, features], Distribution::Normal(0.5, 2.0), &dev());
+        let mask = Tensor::<AD, 2, Bool>::from_data(TensorData::new(vec![false; 48], [4, 12]), &dev());
+        let _ = m.forward(x, mask);
+    }
+    burn::module::Module::map(m.valid(), &mut Perturb { field: String::new() })
+}
+
+fn inputs(batch: usize, frames: usize, features: usize) -> (Tensor<B, 3>, Tensor<B, 2, Bool>, Vec<usize>) {
+    let x = Tensor::<B, 3>::random([batch, frames, features], Distribution::Normal(0.0, 1.5), &dev());
+    let valid: Vec<usize> = (0..batch).map(|b| frames - (b * 3) % frames).collect();
+    let mask: Vec<bool> = valid.iter().flat_map(|&n| (0..frames).map(move |t| t >= n)).collect();
+    (x, Tensor::from_data(TensorData::new(mask, [batch, frames]), &dev()), valid)
+}
+
+fn max_abs(v: &[f32]) -> f32 {
+    v.iter().fold(0.0f32, |m, x| m.max(x.abs()))
+}
+
+#[test]
+fn f32_graph_equals_burns_forward_with_padding() {
+    let (features, classes) = (21, 9);
+    let m = model(features, classes);
+    let graph = EvalGraph::new(&m, Weights::F32).unwrap();
+    for (batch, frames) in [(1, 1), (1, 7), (3, 16), (5, 24)] {
+        let (x, mask, valid) = inputs(batch, frames, features);
+        let host = values(x.clone());
+        let burn = values(m.forward(x.clone(), mask.clone()));
+        let ours = graph.logits(&host, &valid, frames).unwrap();
+        let scale = max_abs(&burn).max(1.0);
+        for (a, b) in burn.iter().zip(&ours) {
+            assert!((a - b).abs() <= 2e-5 * scale, "{batch}x{frames}: burn {a} vs graph {b}");
+        }
+        let burn = values(m.forward_frames(x, mask));
+        let ours = graph.frame_logits(&host, &valid, frames).unwrap();
+        assert_eq!(burn.len(), ours.len());
+        let scale = max_abs(&burn).max(1.0);
+        for (a, b) in burn.iter().zip(&ours) {
+            assert!((a - b).abs() <= 2e-5 * scale, "frames {batch}x{frames}: burn {a} vs graph {b}");
+        }
+    }
+}
+
+#[test]
+fn int8_graph_stays_close_to_f32_and_is_smaller() {
+    let (features, classes) = (40, 12);
+    let m = model(features, classes);
+    let f32_graph = EvalGraph::new(&m, Weights::F32).unwrap();
+    let int8 = EvalGraph::new(&m, Weights::Int8).unwrap();
+    let (x, _, valid) = inputs(16, 20, features);
+    let host = values(x);
+    let a = f32_graph.logits(&host, &valid, 20).unwrap();
+    let b = int8.logits(&host, &valid, 20).unwrap();
+    let scale = max_abs(&a);
+    let worst = a.iter().zip(&b).fold(0.0f32, |m, (x, y)| m.max((x - y).abs()));
+    assert!(worst <= 0.05 * scale, "int8 logits differ by {worst} (scale {scale})");
+    let argmax = |v: &[f32]| {
+        v.chunks(classes).map(|r| (0..classes).max_by(|&i, &j| r[i].total_cmp(&r[j])).unwrap()).collect::<Vec<_>>()
+    };
+    let agree = argmax(&a).iter().zip(argmax(&b)).filter(|(x, y)| **x == *y).count();
+    assert!(agree >= 14, "top-1 agrees on {agree}/16");
+    assert!(int8.bytes() * 2 < f32_graph.bytes(), "{} vs {} bytes", int8.bytes(), f32_graph.bytes());
+}
+
+#[test]
+fn unsupported_models_and_bad_shapes_are_errors() {
+    let gru = ModelConfig::Gru(GruModelConfig { hidden: 8, ..Default::default() }).init::<B>(5, 3, &dev());
+    let err = EvalGraph::new(&gru, Weights::Int8).unwrap_err().to_string();
+    assert!(err.contains("gru") && err.contains("conv-transformer"), "{err}");
+    let m = model(6, 3);
+    let g = EvalGraph::new(&m, Weights::Int8).unwrap();
+    let err = g.logits(&[0.0; 10], &[2], 2).unwrap_err().to_string();
+    assert!(err.contains("10 input values") && err.contains("expected 12"), "{err}");
+    let err = g.logits(&[0.0; 12], &[3], 2).unwrap_err().to_string();
+    assert!(err.contains("3 valid frames"), "{err}");
+}
