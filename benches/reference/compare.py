@@ -31,6 +31,15 @@ FIELDS = [
     ("infer_b1_p50_ms", "inference batch 1 p50 ms", False),
     ("infer_b1_p90_ms", "inference batch 1 p90 ms", False),
     ("infer_batch_samples_per_s", "inference samples/s (batch {batch})", True),
+    # int8 (CPU): SignFlow's int8 eval graph vs PyTorch's dynamic quantization of nn.Linear.
+    ("int8_b1_p50_ms", "int8 inference batch 1 p50 ms", False),
+    ("int8_b1_p90_ms", "int8 inference batch 1 p90 ms", False),
+    ("int8_batch_samples_per_s", "int8 inference samples/s (batch {batch})", True),
+]
+# SignFlow only: its f32 eval graph (BatchNorm folded), against PyTorch's f32 inference.
+VERSUS_F32 = [
+    ("graph_f32_b1_p50_ms", "infer_b1_p50_ms", "eval graph f32 batch 1 p50 ms", False),
+    ("graph_f32_batch_samples_per_s", "infer_batch_samples_per_s", "eval graph f32 samples/s (batch {batch})", True),
 ]
 
 
@@ -43,6 +52,23 @@ def run_json(cmd):
             return json.load(f)
     finally:
         os.unlink(path)
+
+
+def cpu_model():
+    """'AMD EPYC (family 25, model 1), 2 threads, avx2': ratios depend on the CPU, so every table names it."""
+    info = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if ":" in line:
+                    k, v = (p.strip() for p in line.split(":", 1))
+                    info.setdefault(k, v)
+    except OSError:
+        return "unknown CPU"
+    flags = set(info.get("flags", "").split())
+    simd = [f for f in ("avx512_vnni", "avx512f", "avx_vnni", "avx2") if f in flags]
+    return (f"{info.get('model name', '?')} (family {info.get('cpu family', '?')}, model {info.get('model', '?')}), "
+            f"{os.cpu_count()} threads, {' '.join(simd) or 'no AVX2'}")
 
 
 def med(rows, key):
@@ -82,8 +108,11 @@ def main():
 
     b0, t0 = burn[0], torch[0]
     title = (f"reference conv-transformer, {a.device} {a.precision}, batch {a.batch} x {a.frames} frames x "
-             f"{a.features} features, {a.classes} classes; median of {a.repeat} run(s)")
-    rows = [(label.format(batch=a.batch), med(burn, k), med(torch, k), higher) for k, label, higher in FIELDS]
+             f"{a.features} features, {a.classes} classes; median of {a.repeat} run(s); CPU: {cpu_model()}")
+    rows = [(label.format(batch=a.batch), med(burn, k), med(torch, k), higher) for k, label, higher in FIELDS
+            if k in b0 and k in t0]
+    rows += [(label.format(batch=a.batch), med(burn, ours), med(torch, theirs), higher)
+             for ours, theirs, label, higher in VERSUS_F32 if ours in b0]
     if a.markdown:
         print(f"{title}\n")
         print(f"| | {b0['framework']} | {t0['framework']} | SignFlow / PyTorch |")

@@ -18,6 +18,7 @@ import json
 import math
 import platform
 import statistics
+import sys
 import time
 
 import torch
@@ -176,6 +177,38 @@ def percentile(xs, p):
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
+def time_int8(model, x, mask, a):
+    """PyTorch's int8 inference on the CPU: dynamic quantization of every nn.Linear (int8 weights,
+    activations quantized per batch at run time), the counterpart of SignFlow's int8 eval graph.
+    Timed as the f32 inference is; {} when this PyTorch build has no quantized engine."""
+    import warnings
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            q = torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
+    except Exception as e:  # noqa: BLE001 - report and go on without int8
+        print(f"no int8 figures: {e}", file=sys.stderr)
+        return {}
+    lat, big = [], []
+    with torch.inference_mode():
+        x1, m1 = x[:1].clone(), torch.zeros(1, a.frames, dtype=torch.bool)
+        for i in range(a.latency_runs + 10):
+            t0 = time.perf_counter()
+            q(x1, m1)
+            if i >= 10:
+                lat.append((time.perf_counter() - t0) * 1e3)
+        for i in range(5):
+            t0 = time.perf_counter()
+            q(x, mask)
+            if i >= 1:
+                big.append((time.perf_counter() - t0) * 1e3)
+    return {
+        "int8_b1_p50_ms": percentile(lat, 50),
+        "int8_b1_p90_ms": percentile(lat, 90),
+        "int8_batch_samples_per_s": a.batch / statistics.median(big) * 1e3,
+    }
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="cpu")
@@ -244,6 +277,8 @@ def main():
             if i >= 1:
                 big.append((time.perf_counter() - t0) * 1e3)
 
+    int8 = time_int8(model, x, mask, a) if dev.type == "cpu" and a.precision == "f32" else {}
+
     out = {
         "framework": f"PyTorch {torch.__version__} eager",
         "device": (torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"{platform.processor() or 'cpu'} "
@@ -260,6 +295,7 @@ def main():
         "infer_b1_p90_ms": percentile(lat, 90),
         "infer_batch_ms": statistics.median(big),
         "infer_batch_samples_per_s": a.batch / statistics.median(big) * 1e3,
+        **int8,
     }
     if a.json:
         with open(a.json, "w") as f:

@@ -104,6 +104,10 @@ pub struct PredictorOptions {
     /// Compute precision: `Auto` (the default) takes the device's choice, as training does
     /// (f32 on the CPU); an explicit f16/bf16 must be usable on the device.
     pub precision: PrecisionSetting,
+    /// Run the model as an int8 eval graph on the CPU ([`engine`]: BatchNorm folded, dense
+    /// layers in int8, conv-transformers only) instead of Burn's forward; `precision` must then
+    /// be `Auto` or `F32`.
+    pub int8: bool,
     /// Labels returned per prediction.
     pub top_k: usize,
     /// Run one forward pass at load so the first real call is not the slow one.
@@ -119,6 +123,7 @@ impl Default for PredictorOptions {
             device: DeviceSpec::Auto,
             policy: SelectionPolicy::default(),
             precision: PrecisionSetting::Auto,
+            int8: false,
             top_k: 5,
             warm_up: true,
             choose: device::Choose::Ranked,
@@ -161,6 +166,8 @@ pub struct Predictor {
     device_name: String,
     device_reason: String,
     precision: Precision,
+    /// The int8 eval graph that replaces Burn's forward (`PredictorOptions::int8`).
+    int8: Option<engine::EvalGraph>,
     top_k: usize,
     dir: PathBuf,
     /// A CTC model's decoder (the card's, or a lexicon set by [`Predictor::set_lexicon`]).
@@ -235,11 +242,33 @@ impl Predictor {
             )));
         }
         let precision = resolved.precision;
+        if opts.int8 {
+            if selected.selection.target != device::Target::Cpu {
+                return Err(InferError::Unsupported(format!(
+                    "int8 inference runs on the CPU; {} was selected (use --device cpu)",
+                    selected.selection.name
+                )));
+            }
+            if precision != Precision::F32 {
+                return Err(InferError::Unsupported(format!(
+                    "int8 replaces the float precision; {} was asked for as well",
+                    opts.precision
+                )));
+            }
+        }
         let (card, model) = bundle::load_bundle::<Backend>(&dir, &selected.device)?;
         let preprocessor = Preprocessor::new(card.preprocess.clone()).map_err(|e| InferError::Model {
             path: dir.join(bundle::layout::CARD_FILE),
             message: format!("preprocess: {e}"),
         })?;
+        let int8 = if opts.int8 {
+            Some(engine::EvalGraph::new(&model, engine::Weights::Int8).map_err(|e| InferError::Model {
+                path: dir.join(bundle::layout::WEIGHTS_FILE),
+                message: e.to_string(),
+            })?)
+        } else {
+            None
+        };
         let model = ComputeModel::new(model, precision.float_dtype());
         let decoder = match &card.ctc {
             Some(ctc) => ctc.decoder(&card.labels).map_err(|message| InferError::Model {
@@ -256,6 +285,7 @@ impl Predictor {
             device_name: selected.selection.name,
             device_reason: selected.selection.reason,
             precision,
+            int8,
             top_k: opts.top_k.clamp(1, card.labels.len()),
             card,
             dir,
@@ -312,9 +342,29 @@ impl Predictor {
         &self.device_name
     }
 
-    /// The compute precision in use.
+    /// The float precision of Burn's forward (f32 when the int8 graph runs instead).
     pub fn precision(&self) -> Precision {
         self.precision
+    }
+
+    /// What computes the model: `int8` (the eval graph) or the float precision.
+    pub fn compute_name(&self) -> String {
+        match &self.int8 {
+            Some(g) => g.weights().to_string(),
+            None => self.precision.to_string(),
+        }
+    }
+
+    /// Bytes of the parameters the model computes with (the int8 graph's, or Burn's at its
+    /// precision).
+    pub fn parameter_bytes(&self) -> usize {
+        match &self.int8 {
+            Some(g) => g.bytes(),
+            None => {
+                let per = if self.precision == Precision::F32 { 4 } else { 2 };
+                burn::module::Module::num_params(self.model.model()) * per
+            }
+        }
     }
 
     /// The bundle directory loaded.
@@ -467,13 +517,47 @@ impl Predictor {
                 self.dir.display()
             )));
         }
+        if let Some(graph) = &self.int8 {
+            let logits = self.run_graph(prepared, |x, valid, w| graph.logits(x, valid, w))?;
+            let shape = [prepared.len(), self.card.labels.len()];
+            return Ok(Tensor::from_data(TensorData::new(logits, shape), &self.device));
+        }
         let (x, m) = self.input_tensors(prepared)?;
         self.model.try_forward(x, m).map_err(|e| InferError::Input { index: 0, message: e.to_string() })
+    }
+
+    /// Check `prepared` and run the eval graph on it (`run(inputs, valid frames, window)`).
+    fn run_graph(
+        &self,
+        prepared: &[Prepared],
+        run: impl FnOnce(&[f32], &[usize], usize) -> std::result::Result<Vec<f32>, engine::EngineError>,
+    ) -> Result<Vec<f32>> {
+        self.check_prepared(prepared)?;
+        let inputs: Vec<f32> = prepared.iter().flat_map(|p| p.data.iter().copied()).collect();
+        let valid: Vec<usize> = prepared.iter().map(|p| p.valid).collect();
+        run(&inputs, &valid, self.window()).map_err(|e| InferError::Input { index: 0, message: e.to_string() })
     }
 
     /// Check `prepared` against the model and put it on the device: inputs `[batch, window,
     /// features]` and the padding mask `[batch, window]`.
     fn input_tensors(&self, prepared: &[Prepared]) -> Result<(Tensor<Backend, 3>, Tensor<Backend, 2, Bool>)> {
+        self.check_prepared(prepared)?;
+        let (w, f) = (self.window(), self.card.input_features);
+        let b = prepared.len();
+        let mut inputs = Vec::with_capacity(b * w * f);
+        let mut mask = Vec::with_capacity(b * w);
+        for p in prepared {
+            inputs.extend_from_slice(&p.data);
+            mask.extend(p.pad_mask());
+        }
+        let x = Tensor::<Backend, 3>::from_data(TensorData::new(inputs, [b, w, f]), &self.device);
+        let m = Tensor::<Backend, 2, Bool>::from_data(TensorData::new(mask, [b, w]), &self.device);
+        Ok((x, m))
+    }
+
+    /// An error naming the first prepared window that does not fit the model (shape, valid
+    /// frames, a non-finite value).
+    fn check_prepared(&self, prepared: &[Prepared]) -> Result<()> {
         let (w, f) = (self.window(), self.card.input_features);
         for (i, p) in prepared.iter().enumerate() {
             if p.window != w || p.features != f || p.data.len() != w * f {
@@ -500,16 +584,7 @@ impl Predictor {
                 });
             }
         }
-        let b = prepared.len();
-        let mut inputs = Vec::with_capacity(b * w * f);
-        let mut mask = Vec::with_capacity(b * w);
-        for p in prepared {
-            inputs.extend_from_slice(&p.data);
-            mask.extend(p.pad_mask());
-        }
-        let x = Tensor::<Backend, 3>::from_data(TensorData::new(inputs, [b, w, f]), &self.device);
-        let m = Tensor::<Backend, 2, Bool>::from_data(TensorData::new(mask, [b, w]), &self.device);
-        Ok((x, m))
+        Ok(())
     }
 
     fn rank(&self, probs: &[f32]) -> Prediction {
@@ -603,6 +678,8 @@ pub struct LatencyStats {
     pub p99_ms: f64,
     /// Throughput at the median.
     pub samples_per_s: f64,
+    /// Bytes of the parameters computed with ([`Predictor::parameter_bytes`]).
+    pub parameter_bytes: usize,
 }
 
 /// Time `runs` calls of `predict_prepared` (`transcribe_prepared` for CTC models) on `batch` copies of `window` (after 3 warm-ups).
@@ -622,12 +699,13 @@ pub fn measure(predictor: &Predictor, window: &Prepared, batch: usize, runs: usi
     let mean = times.iter().sum::<f64>() / times.len() as f64;
     Ok(LatencyStats {
         batch,
-        precision: predictor.precision().to_string(),
+        precision: predictor.compute_name(),
         runs: times.len(),
         p50_ms: q(0.5),
         p95_ms: q(0.95),
         p99_ms: q(0.99),
         samples_per_s: batch as f64 * 1e3 / mean,
+        parameter_bytes: predictor.parameter_bytes(),
     })
 }
 

@@ -55,9 +55,10 @@ enum Command {
         input: PathBuf,
         #[arg(long, default_value_t = 5)]
         top_k: usize,
-        /// auto (the device's choice: f32 on the CPU), f32, f16 or bf16.
+        /// auto (the device's choice: f32 on the CPU), f32, f16, bf16, or int8 (the int8 eval
+        /// graph on the CPU; conv-transformers).
         #[arg(long, default_value = "auto")]
-        precision: PrecisionSetting,
+        precision: Compute,
         /// Sequences per forward pass.
         #[arg(long, default_value_t = 32)]
         batch: usize,
@@ -116,9 +117,10 @@ enum Command {
         /// The k of top-k accuracy.
         #[arg(long, default_value_t = 5)]
         top_k: usize,
-        /// auto (the device's choice: f32 on the CPU), f32, f16 or bf16.
+        /// auto (the device's choice: f32 on the CPU), f32, f16, bf16, or int8 (the int8 eval
+        /// graph on the CPU; conv-transformers).
         #[arg(long, default_value = "auto")]
-        precision: PrecisionSetting,
+        precision: Compute,
         /// Fail when more than this share of the selected files cannot be read.
         #[arg(long, default_value_t = 0.05)]
         max_bad_fraction: f64,
@@ -171,9 +173,9 @@ enum Command {
         /// Comma-separated batch sizes.
         #[arg(long, default_value = "1,8,64", value_delimiter = ',')]
         batch: Vec<usize>,
-        /// Comma-separated precisions (auto, f32, f16, bf16).
+        /// Comma-separated precisions (auto, f32, f16, bf16, int8).
         #[arg(long, default_value = "auto", value_delimiter = ',')]
-        precision: Vec<PrecisionSetting>,
+        precision: Vec<Compute>,
         #[arg(long, default_value_t = 50)]
         runs: usize,
         #[arg(long)]
@@ -257,9 +259,33 @@ fn main() -> ExitCode {
     }
 }
 
-fn load(m: &ModelArgs, precision: PrecisionSetting, top_k: usize) -> Result<Predictor> {
+/// What `--precision` takes: a float precision for Burn's forward, or `int8` for the eval graph.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Compute {
+    Float(PrecisionSetting),
+    Int8,
+}
+
+impl std::str::FromStr for Compute {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        if s.trim().eq_ignore_ascii_case("int8") {
+            return Ok(Self::Int8);
+        }
+        s.parse::<PrecisionSetting>()
+            .map(Self::Float)
+            .map_err(|e| format!("{e} (or int8: the int8 eval graph on the CPU)"))
+    }
+}
+
+fn load(m: &ModelArgs, compute: Compute, top_k: usize) -> Result<Predictor> {
     let policy = device::SelectionPolicy { allow_software_wgpu: m.allow_software_wgpu, ..Default::default() };
-    let opts = PredictorOptions { device: m.device, precision, top_k, choose: m.choose, policy, ..Default::default() };
+    let (precision, int8) = match compute {
+        Compute::Float(p) => (p, false),
+        Compute::Int8 => (PrecisionSetting::Auto, true),
+    };
+    let opts =
+        PredictorOptions { device: m.device, precision, int8, top_k, choose: m.choose, policy, ..Default::default() };
     let mut predictor = Predictor::load(&m.model, &opts)?;
     if let Some(path) = &m.lexicon {
         predictor.set_lexicon(Some(&data::tokens::WordList::read(path)?))?;
@@ -369,7 +395,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Stream { model, input, hop, threshold, token_threshold, window, boundary_frames, json } => {
-            let predictor = Arc::new(load(&model, PrecisionSetting::Auto, 5)?);
+            let predictor = Arc::new(load(&model, Compute::Float(PrecisionSetting::Auto), 5)?);
             let cfg = StreamConfig {
                 hop,
                 threshold,
@@ -512,7 +538,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Logits { model, input, out } => {
-            let predictor = load(&model, PrecisionSetting::F32, 1)?;
+            let predictor = load(&model, Compute::Float(PrecisionSetting::F32), 1)?;
             let arrays = data::npy::read_npz_arrays(&input)?;
             let get = |name: &str| arrays.iter().find(|(n, _)| n == name).map(|(_, a)| a);
             let Some(x) = get("x") else { bail!("{}: no array `x` in the archive", input.display()) };
@@ -558,7 +584,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     let s = infer::measure(&predictor, &window, b, runs)?;
                     if !json {
                         println!(
-                            "{:<5} batch {:>4}: p50 {:>8.2} ms  p95 {:>8.2} ms  p99 {:>8.2} ms  {:>9.1} samples/s  ({}, {} frames x {} features)",
+                            "{:<5} batch {:>4}: p50 {:>8.2} ms  p95 {:>8.2} ms  p99 {:>8.2} ms  {:>9.1} samples/s  ({}, {} frames x {} features, parameters {:.2} MB)",
                             s.precision,
                             s.batch,
                             s.p50_ms,
@@ -567,7 +593,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                             s.samples_per_s,
                             predictor.device_name(),
                             w,
-                            f
+                            f,
+                            s.parameter_bytes as f64 / 1e6
                         );
                     }
                     rows.push(s);

@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bundle::CtcCard;
+use burn::tensor::{Tensor, TensorData};
 use data::tokens::{WordList, BLANK};
 use data::{Prepared, Sample};
 use models::decode::CtcDecoder;
@@ -83,10 +84,15 @@ impl Predictor {
         if prepared.is_empty() {
             return Ok(Vec::new());
         }
-        let (x, m) = self.input_tensors(prepared)?;
-        let logits =
-            self.model.try_forward_frames(x, m).map_err(|e| InferError::Input { index: 0, message: e.to_string() })?;
         let per = self.window() * self.card.labels.len();
+        let logits = if let Some(graph) = &self.int8 {
+            let logits = self.run_graph(prepared, |x, valid, w| graph.frame_logits(x, valid, w))?;
+            let shape = [prepared.len(), self.window(), self.card.labels.len()];
+            Tensor::from_data(TensorData::new(logits, shape), &self.device)
+        } else {
+            let (x, m) = self.input_tensors(prepared)?;
+            self.model.try_forward_frames(x, m).map_err(|e| InferError::Input { index: 0, message: e.to_string() })?
+        };
         let all = models::ctc::host_log_probs(logits);
         Ok(prepared.iter().enumerate().map(|(i, p)| (all[i * per..(i + 1) * per].to_vec(), p.valid)).collect())
     }

@@ -154,6 +154,47 @@ fn half_precision_agrees_with_f32() {
     }
 }
 
+#[test]
+fn int8_agrees_with_f32_on_held_out_signers() {
+    let t = trained();
+    let (samples, labels, _) = validation_files(t);
+    let f32p = Predictor::load(&t.run_dir, &cpu(None)).unwrap();
+    let int8 = Predictor::load(&t.run_dir, &PredictorOptions { int8: true, ..cpu(None) }).unwrap();
+    assert_eq!(int8.compute_name(), "int8");
+    let (a, b) = (f32p.predict_batch(&samples).unwrap(), int8.predict_batch(&samples).unwrap());
+    let top1 = |p: &[infer::Prediction]| {
+        p.iter().zip(&labels).filter(|(p, l)| p.best().index == **l).count() as f64 / labels.len() as f64
+    };
+    let agree = a.iter().zip(&b).filter(|(x, y)| x.best().index == y.best().index).count();
+    let max_dp = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| {
+            let q = y.top.iter().find(|r| r.index == x.best().index).map_or(0.0, |r| r.probability);
+            (x.best().probability - q).abs()
+        })
+        .fold(0f32, f32::max);
+    let (fb, qb) = (f32p.parameter_bytes(), int8.parameter_bytes());
+    eprintln!(
+        "int8: top-1 {:.4} vs f32 {:.4} on {} held-out sequences, agreement {agree}, max |dp| {max_dp:.4}, parameters {qb} vs {fb} bytes",
+        top1(&b),
+        top1(&a),
+        labels.len()
+    );
+    assert!(agree + 1 >= samples.len(), "int8 and f32 top-1 agree on {agree}/{}", samples.len());
+    assert!((top1(&a) - top1(&b)).abs() <= 1.0 / labels.len() as f64 + 1e-12);
+    assert!(max_dp < 0.05, "probabilities differ by {max_dp}");
+    assert!(qb * 2 < fb, "int8 parameters {qb} bytes vs f32 {fb}");
+    // The int8 graph runs on the CPU only and replaces the float precision.
+    let err = Predictor::load(
+        &t.run_dir,
+        &PredictorOptions { int8: true, precision: device::PrecisionSetting::F16, ..cpu(None) },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("int8 replaces the float precision"), "{err}");
+}
+
 fn frames_of(seq: &LandmarkSequence) -> Vec<Vec<[f32; 3]>> {
     (0..seq.frames()).map(|t| (0..seq.points).map(|p| seq.at(t, p)).collect()).collect()
 }
@@ -577,6 +618,32 @@ fn eval_cli_prints_the_summary_and_writes_the_report() {
     let (code, _, stderr) = run(&["eval", "--model", &model, "--device", "cpu", "--data", &data, "--split-seed", "3"]);
     assert_eq!(code, Some(2));
     assert!(stderr.contains("add --split valid or --split train"), "{stderr}");
+
+    // bench in f32 and int8: the int8 graph holds under half the bytes of f32.
+    let (code, stdout, stderr) = run(&[
+        "bench",
+        "--model",
+        &model,
+        "--device",
+        "cpu",
+        "--precision",
+        "f32,int8",
+        "--batch",
+        "1,3",
+        "--runs",
+        "3",
+        "--json",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let rows: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    let bytes = |p: &str| rows.iter().find(|r| r["precision"] == p).unwrap()["parameter_bytes"].as_u64().unwrap();
+    assert!(bytes("int8") * 2 < bytes("f32"), "{stdout}");
+    assert!(rows.iter().all(|r| r["p50_ms"].as_f64().unwrap() > 0.0), "{stdout}");
+    let (code, _, stderr) = run(&["bench", "--model", &model, "--device", "cpu", "--precision", "int4"]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("int4") && stderr.contains("int8"), "{stderr}");
 }
 
 #[test]

@@ -87,6 +87,30 @@ pub struct BenchReport {
     pub infer_batch_ms: f64,
     /// Whole-batch inference throughput.
     pub infer_batch_samples_per_s: f64,
+    /// The same inference through the eval graph ([`engine`]) in f32 and int8: conv-transformers
+    /// on the CPU only (absent otherwise).
+    #[serde(flatten)]
+    pub graph: Option<GraphFigures>,
+}
+
+/// Batch-1 latency and batch throughput of the eval graph, f32 and int8 (fields match
+/// `reference_model.py`'s, whose int8 is PyTorch's dynamic quantization of every `nn.Linear`).
+#[derive(Debug, Clone, Serialize)]
+pub struct GraphFigures {
+    /// f32 eval graph (BatchNorm folded), batch-1 median, ms.
+    pub graph_f32_b1_p50_ms: f64,
+    /// f32 eval graph, whole-batch throughput.
+    pub graph_f32_batch_samples_per_s: f64,
+    /// int8 eval graph, batch-1 median, ms.
+    pub int8_b1_p50_ms: f64,
+    /// int8 eval graph, batch-1 90th percentile, ms.
+    pub int8_b1_p90_ms: f64,
+    /// int8 eval graph, whole-batch throughput.
+    pub int8_batch_samples_per_s: f64,
+    /// Bytes of parameters of the f32 graph.
+    pub graph_f32_bytes: usize,
+    /// Bytes of parameters of the int8 graph.
+    pub int8_bytes: usize,
 }
 
 impl BenchReport {
@@ -97,7 +121,7 @@ impl BenchReport {
              shape: batch {} x {} frames x {} features, {} classes\n\
              train step   {:>9.1} ms  ({:.1} samples/s): forward {:.1} ms, backward {:.1} ms, optimizer {:.1} ms\n\
              infer batch 1  p50 {:.2} ms, p90 {:.2} ms\n\
-             infer batch {}  {:.1} ms ({:.1} samples/s)\n",
+             infer batch {}  {:.1} ms ({:.1} samples/s)\n{}",
             self.framework,
             self.device,
             self.precision,
@@ -117,6 +141,19 @@ impl BenchReport {
             self.batch,
             self.infer_batch_ms,
             self.infer_batch_samples_per_s,
+            self.graph.as_ref().map_or(String::new(), |g| format!(
+                "eval graph f32   batch 1 p50 {:.2} ms, batch {} {:.1} samples/s ({:.2} MB of parameters)\n\
+                 eval graph int8  batch 1 p50 {:.2} ms (p90 {:.2}), batch {} {:.1} samples/s ({:.2} MB of parameters)\n",
+                g.graph_f32_b1_p50_ms,
+                self.batch,
+                g.graph_f32_batch_samples_per_s,
+                g.graph_f32_bytes as f64 / 1e6,
+                g.int8_b1_p50_ms,
+                g.int8_b1_p90_ms,
+                self.batch,
+                g.int8_batch_samples_per_s,
+                g.int8_bytes as f64 / 1e6,
+            )),
         )
     }
 }
@@ -262,6 +299,11 @@ pub fn bench(cfg: &ExperimentConfig, compute: &ResolvedCompute, opts: &BenchOpti
         }
     }
     let big_ms = median(big);
+    let graph = if compute.device.selection.target == device::Target::Cpu {
+        time_graphs(&infer.model().clone(), &x_inner.to_data().iter::<f32>().collect::<Vec<_>>(), b, t, opts)
+    } else {
+        None
+    };
     Ok(BenchReport {
         framework: format!("SignFlow (Burn 0.21, {} backend)", device::backend_name(device)),
         device: compute.device.selection.name.clone(),
@@ -281,5 +323,51 @@ pub fn bench(cfg: &ExperimentConfig, compute: &ResolvedCompute, opts: &BenchOpti
         infer_b1_p90_ms: percentile(lat, 90.0),
         infer_batch_ms: big_ms,
         infer_batch_samples_per_s: b as f64 / big_ms * 1e3,
+        graph,
+    })
+}
+
+/// [`GraphFigures`] of `model` on the host inputs `x` (`[b, t, features]`, the bench's padding),
+/// timed as the Burn forward is; `None` for architectures without an eval graph.
+fn time_graphs(
+    model: &SignModel<InnerBackend>,
+    x: &[f32],
+    b: usize,
+    t: usize,
+    opts: &BenchOptions,
+) -> Option<GraphFigures> {
+    let f32_graph = engine::EvalGraph::new(model, engine::Weights::F32).ok()?;
+    let int8 = engine::EvalGraph::new(model, engine::Weights::Int8).ok()?;
+    let valid: Vec<usize> = pad_mask_host(b, t).chunks(t).map(|m| m.iter().filter(|p| !**p).count()).collect();
+    let x1 = &x[..x.len() / b.max(1)];
+    let time = |g: &engine::EvalGraph| {
+        let mut lat = Vec::new();
+        for i in 0..opts.latency_runs + 10 {
+            let t0 = Instant::now();
+            let _ = g.logits(x1, &[t], t);
+            if i >= 10 {
+                lat.push(t0.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        let mut big = Vec::new();
+        for i in 0..5 {
+            let t0 = Instant::now();
+            let _ = g.logits(x, &valid, t);
+            if i >= 1 {
+                big.push(t0.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        (lat, b as f64 / median(big) * 1e3)
+    };
+    let (f32_lat, f32_rate) = time(&f32_graph);
+    let (int8_lat, int8_rate) = time(&int8);
+    Some(GraphFigures {
+        graph_f32_b1_p50_ms: percentile(f32_lat, 50.0),
+        graph_f32_batch_samples_per_s: f32_rate,
+        int8_b1_p50_ms: percentile(int8_lat.clone(), 50.0),
+        int8_b1_p90_ms: percentile(int8_lat, 90.0),
+        int8_batch_samples_per_s: int8_rate,
+        graph_f32_bytes: f32_graph.bytes(),
+        int8_bytes: int8.bytes(),
     })
 }
