@@ -81,8 +81,58 @@ impl Dense {
     }
 }
 
+/// Sizes and strides of one product `out[m, n] (+)= scale * a[m, k] x b[k, n]`: rows of `out`
+/// and `a` are `out_rs` and `a_rs` apart (columns adjacent); `b`'s element `(kk, j)` is at
+/// `kk * b_rs + j * b_cs`.
+struct Product {
+    m: usize,
+    k: usize,
+    n: usize,
+    out_rs: usize,
+    a_rs: usize,
+    b_rs: usize,
+    b_cs: usize,
+}
+
+/// The one `gemm` call of the graph, after checking that every element it touches is inside
+/// the slices.
+fn gemm_checked(out: &mut [f32], add: bool, a: &[f32], b: &[f32], p: Product, scale: f32, parallel: bool) {
+    let Product { m, k, n, out_rs, a_rs, b_rs, b_cs } = p;
+    let last = |rows: usize, rs: usize, cols: usize, cs: usize| (rows - 1) * rs + (cols - 1) * cs + 1;
+    if m == 0 || n == 0 {
+        return;
+    }
+    assert!(out.len() >= last(m, out_rs, n, 1));
+    assert!(k == 0 || (a.len() >= last(m, a_rs, k, 1) && b.len() >= last(k, b_rs, n, b_cs)));
+    let parallelism = if parallel { gemm::Parallelism::Rayon(0) } else { gemm::Parallelism::None };
+    // SAFETY: the bounds above cover every element gemm reads or writes with these strides.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            out.as_mut_ptr(),
+            1,
+            out_rs as isize,
+            add,
+            a.as_ptr(),
+            1,
+            a_rs as isize,
+            b.as_ptr(),
+            b_cs as isize,
+            b_rs as isize,
+            1.0,
+            scale,
+            false,
+            false,
+            false,
+            parallelism,
+        )
+    }
+}
+
 /// `out[m, n] (+)= scale * a[m, k] x b[k, n]` for row-major slices with row strides `a_rs`
-/// (of `a`) and `b_rs` (of `b`); `out` is contiguous `[m, n]`.
+/// (of `a`) and `b_rs` (of `b`); `out` is contiguous `[m, n]`; on rayon's threads.
 #[allow(clippy::too_many_arguments)]
 pub fn matmul(
     out: &mut [f32],
@@ -96,33 +146,7 @@ pub fn matmul(
     n: usize,
     scale: f32,
 ) {
-    assert!(
-        out.len() >= m * n && (m == 0 || a.len() >= (m - 1) * a_rs + k) && (k == 0 || b.len() >= (k - 1) * b_rs + n)
-    );
-    // SAFETY: the bounds above cover every element gemm reads or writes with these strides.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            out.as_mut_ptr(),
-            1,
-            n as isize,
-            add,
-            a.as_ptr(),
-            1,
-            a_rs as isize,
-            b.as_ptr(),
-            1,
-            b_rs as isize,
-            1.0,
-            scale,
-            false,
-            false,
-            false,
-            gemm::Parallelism::Rayon(0),
-        )
-    }
+    gemm_checked(out, add, a, b, Product { m, k, n, out_rs: n, a_rs, b_rs, b_cs: 1 }, scale, true);
 }
 
 /// `out[m, n] = scale * a[m, k] x b[n, k]^T` (`b` read as rows of `k`, row stride `b_rs`), one
@@ -139,36 +163,10 @@ pub fn matmul_bt(
     n: usize,
     scale: f32,
 ) {
-    assert!(
-        out.len() >= m * n && (m == 0 || a.len() >= (m - 1) * a_rs + k) && (n == 0 || b.len() >= (n - 1) * b_rs + k)
-    );
-    // SAFETY: as in `matmul`; `b`'s element (kk, j) is at `j * b_rs + kk`.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            out.as_mut_ptr(),
-            1,
-            n as isize,
-            false,
-            a.as_ptr(),
-            1,
-            a_rs as isize,
-            b.as_ptr(),
-            b_rs as isize,
-            1,
-            1.0,
-            scale,
-            false,
-            false,
-            false,
-            gemm::Parallelism::None,
-        )
-    }
+    gemm_checked(out, false, a, b, Product { m, k, n, out_rs: n, a_rs, b_rs: 1, b_cs: b_rs }, scale, false);
 }
 
-/// [`matmul`] on one thread, into an output with row stride `out_rs`.
+/// `out = a x b` on one thread, into an output with row stride `out_rs`.
 #[allow(clippy::too_many_arguments)]
 pub fn matmul_into(
     out: &mut [f32],
@@ -181,33 +179,5 @@ pub fn matmul_into(
     k: usize,
     n: usize,
 ) {
-    assert!(
-        (m == 0 || out.len() >= (m - 1) * out_rs + n)
-            && (m == 0 || a.len() >= (m - 1) * a_rs + k)
-            && (k == 0 || b.len() >= (k - 1) * b_rs + n)
-    );
-    // SAFETY: as in `matmul`.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            out.as_mut_ptr(),
-            1,
-            out_rs as isize,
-            false,
-            a.as_ptr(),
-            1,
-            a_rs as isize,
-            b.as_ptr(),
-            1,
-            b_rs as isize,
-            1.0,
-            1.0,
-            false,
-            false,
-            false,
-            gemm::Parallelism::None,
-        )
-    }
+    gemm_checked(out, false, a, b, Product { m, k, n, out_rs, a_rs, b_rs, b_cs: 1 }, 1.0, false);
 }
