@@ -164,12 +164,7 @@ impl EvalConvBlock {
         let k = self.eca.len();
         let half = k / 2;
         h.par_chunks_mut(t * c).zip(valid).for_each(|(seq, &n)| {
-            let mut mean = vec![0.0f32; c];
-            for frame in seq.chunks(c).take(n) {
-                mean.iter_mut().zip(frame).for_each(|(m, v)| *m += v);
-            }
-            let inv = 1.0 / n.max(1) as f32;
-            mean.iter_mut().for_each(|m| *m *= inv);
+            let mean = valid_mean(seq, n, c);
             let gate: Vec<f32> = (0..c)
                 .map(|ch| {
                     let z: f32 = (0..k)
@@ -250,6 +245,18 @@ impl EvalTransformerBlock {
     }
 }
 
+/// Mean of the first `n` frames (`c` channels each) of one sequence (zeros when `n` is 0, as the
+/// training graph's count clamped to 1).
+fn valid_mean(seq: &[f32], n: usize, c: usize) -> Vec<f32> {
+    let mut mean = vec![0.0f32; c];
+    for frame in seq.chunks(c).take(n) {
+        mean.iter_mut().zip(frame).for_each(|(m, v)| *m += v);
+    }
+    let inv = 1.0 / n.max(1) as f32;
+    mean.iter_mut().for_each(|m| *m *= inv);
+    mean
+}
+
 /// `x * sigmoid(x)` in place.
 fn silu(x: &mut [f32]) {
     x.par_chunks_mut(4096).for_each(|c| c.iter_mut().for_each(|v| *v /= 1.0 + (-*v).exp()));
@@ -320,14 +327,7 @@ impl EvalGraph {
         let pooled: Vec<f32> = valid
             .iter()
             .enumerate()
-            .flat_map(|(bi, &n)| {
-                let mut mean = vec![0.0f32; c];
-                for frame in h[bi * frames * c..(bi + 1) * frames * c].chunks(c).take(n) {
-                    mean.iter_mut().zip(frame).for_each(|(m, v)| *m += v);
-                }
-                let inv = 1.0 / n.max(1) as f32;
-                mean.into_iter().map(move |m| m * inv)
-            })
+            .flat_map(|(bi, &n)| valid_mean(&h[bi * frames * c..(bi + 1) * frames * c], n, c))
             .collect();
         Ok(self.classifier.forward(&pooled, valid.len()))
     }
