@@ -244,8 +244,10 @@ pub struct EvalReport {
     pub split: Split,
     /// The device.
     pub device: String,
-    /// Compute precision.
+    /// Compute precision (`f32`, `f16`, `bf16`, `int8`).
     pub precision: String,
+    /// What ran the model: `eval graph` or `burn` ([`Predictor::engine_name`]).
+    pub engine: String,
     /// Model labels; confusion rows and columns are in this order.
     pub labels: Vec<String>,
     /// Sequences evaluated.
@@ -390,6 +392,7 @@ impl EvalReport {
             split: Split::All,
             device: String::new(),
             precision: String::new(),
+            engine: String::new(),
             labels: labels.to_vec(),
             n,
             groups: per_group.len(),
@@ -418,13 +421,14 @@ impl EvalReport {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "evaluated {} sequences of {} signers ({} classes; split {}) on {} ({}) in {:.1} s, {:.0} sequences/s, waiting for files {:.0}%",
+            "evaluated {} sequences of {} signers ({} classes; split {}) on {} ({}, {}) in {:.1} s, {:.0} sequences/s, waiting for files {:.0}%",
             self.n,
             self.groups,
             self.per_class.iter().filter(|c| c.support > 0).count(),
             self.split,
             self.device,
             self.precision,
+            self.engine,
             self.seconds,
             self.sequences_per_s,
             100.0 * self.data_wait_share
@@ -669,7 +673,8 @@ pub fn evaluate(predictor: &Predictor, data_dir: &Path, opts: &EvalOptions) -> R
     report.data = data_dir.to_path_buf();
     report.split = opts.split;
     report.device = predictor.device_name().to_string();
-    report.precision = predictor.precision().to_string();
+    report.precision = predictor.compute_name();
+    report.engine = predictor.engine_name().to_string();
     report.skipped = skipped;
     report.seconds = start.elapsed().as_secs_f64();
     report.sequences_per_s = report.n as f64 / report.seconds.max(1e-9);

@@ -61,8 +61,10 @@ pub struct CtcEvalReport {
     pub split: Split,
     /// Device and compute precision.
     pub device: String,
-    /// Compute precision.
+    /// Compute precision (`f32`, `f16`, `bf16`, `int8`).
     pub precision: String,
+    /// What ran the model: `eval graph` or `burn` ([`Predictor::engine_name`]).
+    pub engine: String,
     /// Sequences evaluated.
     pub n: usize,
     /// Signers among them.
@@ -98,8 +100,8 @@ impl CtcEvalReport {
     /// A human-readable summary.
     pub fn render(&self) -> String {
         let mut out = format!(
-            "{} sequences of {} signers ({}), {} {}\n",
-            self.n, self.groups, self.split, self.device, self.precision
+            "{} sequences of {} signers ({}), {} {} ({})\n",
+            self.n, self.groups, self.split, self.device, self.precision, self.engine
         );
         out += &format!("CTC loss {:.4} per token\n", self.loss);
         let beam = match self.lexicon_words {
@@ -221,7 +223,8 @@ pub fn evaluate(predictor: &Predictor, data_dir: &Path, opts: &EvalOptions) -> R
         data: data_dir.to_path_buf(),
         split: opts.split,
         device: predictor.device_name().to_string(),
-        precision: predictor.precision().to_string(),
+        precision: predictor.compute_name(),
+        engine: predictor.engine_name().to_string(),
         n,
         groups: per_group.len(),
         loss: tally.mean_loss(),

@@ -41,6 +41,11 @@ struct ModelArgs {
     /// CTC models: decode without the model card's lexicon.
     #[arg(long)]
     no_lexicon: bool,
+    /// On the CPU at f32, run Burn's forward (the trainer's evaluation path, equal to it to the
+    /// last bit) instead of the eval graph (BatchNorm folded; equal within float rounding and
+    /// faster).
+    #[arg(long)]
+    burn_forward: bool,
 }
 
 #[derive(Subcommand)]
@@ -89,6 +94,10 @@ enum Command {
         /// Frames with both hands out of view that end a sign (0 = no segmentation at pauses).
         #[arg(long, default_value_t = 5)]
         boundary_frames: usize,
+        /// auto (the device's choice: f32 on the CPU), f32, f16, bf16, or int8 (the int8 eval
+        /// graph on the CPU; conv-transformers).
+        #[arg(long, default_value = "auto")]
+        precision: Compute,
         #[arg(long)]
         json: bool,
     },
@@ -284,8 +293,16 @@ fn load(m: &ModelArgs, compute: Compute, top_k: usize) -> Result<Predictor> {
         Compute::Float(p) => (p, false),
         Compute::Int8 => (PrecisionSetting::Auto, true),
     };
-    let opts =
-        PredictorOptions { device: m.device, precision, int8, top_k, choose: m.choose, policy, ..Default::default() };
+    let opts = PredictorOptions {
+        device: m.device,
+        precision,
+        int8,
+        eval_graph: !m.burn_forward,
+        top_k,
+        choose: m.choose,
+        policy,
+        ..Default::default()
+    };
     let mut predictor = Predictor::load(&m.model, &opts)?;
     if let Some(path) = &m.lexicon {
         predictor.set_lexicon(Some(&data::tokens::WordList::read(path)?))?;
@@ -394,8 +411,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Stream { model, input, hop, threshold, token_threshold, window, boundary_frames, json } => {
-            let predictor = Arc::new(load(&model, Compute::Float(PrecisionSetting::Auto), 5)?);
+        Command::Stream { model, input, hop, threshold, token_threshold, window, boundary_frames, precision, json } => {
+            let predictor = Arc::new(load(&model, precision, 5)?);
             let cfg = StreamConfig {
                 hop,
                 threshold,
@@ -584,7 +601,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     let s = infer::measure(&predictor, &window, b, runs)?;
                     if !json {
                         println!(
-                            "{:<5} batch {:>4}: p50 {:>8.2} ms  p95 {:>8.2} ms  p99 {:>8.2} ms  {:>9.1} samples/s  ({}, {} frames x {} features, parameters {:.2} MB)",
+                            "{:<5} batch {:>4}: p50 {:>8.2} ms  p95 {:>8.2} ms  p99 {:>8.2} ms  {:>9.1} samples/s  ({}, {}, {} frames x {} features, parameters {:.2} MB)",
                             s.precision,
                             s.batch,
                             s.p50_ms,
@@ -592,6 +609,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                             s.p99_ms,
                             s.samples_per_s,
                             predictor.device_name(),
+                            s.engine,
                             w,
                             f,
                             s.parameter_bytes as f64 / 1e6

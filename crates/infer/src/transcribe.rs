@@ -85,7 +85,7 @@ impl Predictor {
             return Ok(Vec::new());
         }
         let per = self.window() * self.card.labels.len();
-        let logits = if let Some(graph) = &self.int8 {
+        let logits = if let Some(graph) = &self.graph {
             let logits = self.run_graph(prepared, |x, valid, w| graph.frame_logits(x, valid, w))?;
             let shape = [prepared.len(), self.window(), self.card.labels.len()];
             Tensor::from_data(TensorData::new(logits, shape), &self.device)

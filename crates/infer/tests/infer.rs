@@ -155,13 +155,25 @@ fn half_precision_agrees_with_f32() {
 }
 
 #[test]
-fn int8_agrees_with_f32_on_held_out_signers() {
+fn eval_graph_f32_and_int8_agree_with_burn_forward_on_held_out_signers() {
     let t = trained();
     let (samples, labels, _) = validation_files(t);
     let f32p = Predictor::load(&t.run_dir, &cpu(None)).unwrap();
     let int8 = Predictor::load(&t.run_dir, &PredictorOptions { int8: true, ..cpu(None) }).unwrap();
-    assert_eq!(int8.compute_name(), "int8");
+    let burn = Predictor::load(&t.run_dir, &PredictorOptions { eval_graph: false, ..cpu(None) }).unwrap();
+    assert_eq!((f32p.compute_name().as_str(), int8.compute_name().as_str()), ("f32", "int8"));
+    let engines = (f32p.engine_name(), int8.engine_name(), burn.engine_name());
+    assert_eq!(engines, ("eval graph", "eval graph", "burn"));
     let (a, b) = (f32p.predict_batch(&samples).unwrap(), int8.predict_batch(&samples).unwrap());
+    // The default f32 path (the eval graph, BatchNorm folded) equals Burn's forward within
+    // float rounding: same ranking, probabilities within 1e-5.
+    let exact = burn.predict_batch(&samples).unwrap();
+    for (g, e) in a.iter().zip(&exact) {
+        for (x, y) in g.top.iter().zip(&e.top) {
+            assert_eq!(x.index, y.index, "eval graph vs Burn's forward ranking: {g:?} vs {e:?}");
+            assert!((x.probability - y.probability).abs() <= 1e-5, "{g:?} vs {e:?}");
+        }
+    }
     let top1 = |p: &[infer::Prediction]| {
         p.iter().zip(&labels).filter(|(p, l)| p.best().index == **l).count() as f64 / labels.len() as f64
     };
