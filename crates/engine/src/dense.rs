@@ -79,6 +79,24 @@ impl Dense {
             Self::Int8(q) => q.forward(x, m),
         }
     }
+
+    /// `out += x W + b` for `m` rows (a residual connection: the f32 product accumulates into
+    /// `out` directly, with no `[m, n]` temporary).
+    pub fn forward_add(&self, x: &[f32], m: usize, out: &mut [f32]) {
+        match self {
+            Self::F32 { w, k, n, bias } => {
+                assert_eq!(out.len(), m * n, "residual of {} values for {m} rows of {n}", out.len());
+                if let Some(b) = bias {
+                    out.chunks_mut(*n).for_each(|row| row.iter_mut().zip(b).for_each(|(o, b)| *o += b));
+                }
+                matmul(out, true, x, *k, w, *n, m, *k, *n, 1.0);
+            }
+            Self::Int8(q) => {
+                let p = q.forward(x, m);
+                out.iter_mut().zip(&p).for_each(|(o, p)| *o += p);
+            }
+        }
+    }
 }
 
 /// Sizes and strides of one product `out[m, n] (+)= scale * a[m, k] x b[k, n]`: rows of `out`

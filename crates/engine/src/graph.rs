@@ -14,6 +14,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 use rayon::prelude::*;
 
+use crate::act;
 use crate::dense::{matmul_bt, matmul_into, Dense, Weights};
 use crate::EngineError;
 use models::conv_transformer::{ConvBlock, ConvTransformer, TransformerBlock};
@@ -138,8 +139,7 @@ impl EvalConvBlock {
         let c = self.expand.outputs();
         let mut h = self.dwconv(&e, t, c);
         self.eca_gate(&mut h, valid, t, c);
-        let p = self.project.forward(&h, rows);
-        x.iter_mut().zip(&p).for_each(|(x, p)| *x += p);
+        self.project.forward_add(&h, rows, x);
     }
 
     /// Causal depthwise conv with the norm folded in: frame `ti` sees frames `ti-k+1 ..= ti`.
@@ -148,13 +148,9 @@ impl EvalConvBlock {
         let mut out = vec![0.0f32; x.len()];
         out.par_chunks_mut(c).with_min_len(64).enumerate().for_each(|(row, o)| {
             let (bi, ti) = (row / t, row % t);
-            o.copy_from_slice(&self.shift);
-            for j in (k - 1).saturating_sub(ti)..k {
-                let src = (bi * t + ti + j + 1 - k) * c;
-                for ((o, w), v) in o.iter_mut().zip(&self.taps[j * c..(j + 1) * c]).zip(&x[src..src + c]) {
-                    *o += w * v;
-                }
-            }
+            let first = (k - 1).saturating_sub(ti);
+            let src = (bi * t + ti + first + 1 - k) * c;
+            dwconv_frame(o, &self.shift, &self.taps[first * c..], &x[src..src + (k - first) * c]);
         });
         out
     }
@@ -165,14 +161,14 @@ impl EvalConvBlock {
         let half = k / 2;
         h.par_chunks_mut(t * c).zip(valid).for_each(|(seq, &n)| {
             let mean = valid_mean(seq, n, c);
-            let gate: Vec<f32> = (0..c)
+            let mut gate: Vec<f32> = (0..c)
                 .map(|ch| {
-                    let z: f32 = (0..k)
+                    (0..k)
                         .filter_map(|j| (ch + j).checked_sub(half).filter(|&i| i < c).map(|i| self.eca[j] * mean[i]))
-                        .sum();
-                    1.0 / (1.0 + (-z).exp())
+                        .sum()
                 })
                 .collect();
+            act::sigmoid(&mut gate);
             for frame in seq.chunks_mut(c) {
                 frame.iter_mut().zip(&gate).for_each(|(v, g)| *v *= g);
             }
@@ -196,12 +192,10 @@ impl EvalTransformerBlock {
         let d = self.proj.outputs();
         let qkv = self.qkv.forward(x, rows);
         let att = self.attention(&qkv, valid, t, d);
-        let p = self.proj.forward(&att, rows);
-        x.iter_mut().zip(&p).for_each(|(x, p)| *x += p);
+        self.proj.forward_add(&att, rows, x);
         let mut f = self.ffn_in.forward(x, rows);
         silu(&mut f);
-        let p = self.ffn_out.forward(&f, rows);
-        x.iter_mut().zip(&p).for_each(|(x, p)| *x += p);
+        self.ffn_out.forward_add(&f, rows, x);
     }
 
     /// Multi-head attention over `[rows, 3d]` (q | k | v columns, head `h` in columns
@@ -219,14 +213,7 @@ impl EvalTransformerBlock {
                 matmul_bt(&mut scores, &base[h * hd..], 3 * d, &base[d + h * hd..], 3 * d, t, hd, t, scale);
                 for row in scores.chunks_mut(t) {
                     row[valid[bi]..].iter_mut().for_each(|s| *s += PAD_BIAS);
-                    let max = row.iter().fold(f32::NEG_INFINITY, |m, v| m.max(*v));
-                    let mut sum = 0.0f32;
-                    row.iter_mut().for_each(|s| {
-                        *s = (*s - max).exp();
-                        sum += *s;
-                    });
-                    let inv = 1.0 / sum;
-                    row.iter_mut().for_each(|s| *s *= inv);
+                    act::softmax(row);
                 }
                 let mut out = vec![0.0f32; t * hd];
                 matmul_into(&mut out, hd, &scores, t, &base[2 * d + h * hd..], 3 * d, t, t, hd);
@@ -257,9 +244,21 @@ fn valid_mean(seq: &[f32], n: usize, c: usize) -> Vec<f32> {
     mean
 }
 
-/// `x * sigmoid(x)` in place.
+act::multiversion!(
+    /// One output frame of the depthwise conv: `o = shift + sum_j taps[j] * x[j]` over the
+    /// channels, for the `x.len() / o.len()` frames of `x` and the matching rows of `taps`.
+    fn dwconv_frame / dwconv_frame_avx2(o: &mut [f32], shift: &[f32], taps: &[f32], x: &[f32]) {
+        let c = o.len();
+        o.copy_from_slice(shift);
+        for (w, v) in taps.chunks_exact(c).zip(x.chunks_exact(c)) {
+            o.iter_mut().zip(w).zip(v).for_each(|((o, w), v)| *o += w * v);
+        }
+    }
+);
+
+/// `x * sigmoid(x)` in place, on rayon's threads.
 fn silu(x: &mut [f32]) {
-    x.par_chunks_mut(4096).for_each(|c| c.iter_mut().for_each(|v| *v /= 1.0 + (-*v).exp()));
+    x.par_chunks_mut(4096).for_each(act::silu);
 }
 
 impl EvalGraph {
