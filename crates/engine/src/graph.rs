@@ -244,7 +244,7 @@ fn valid_mean(seq: &[f32], n: usize, c: usize) -> Vec<f32> {
     mean
 }
 
-act::multiversion!(
+models::multiversion!(
     /// One output frame of the depthwise conv: `o = shift + sum_j taps[j] * x[j]` over the
     /// channels, for the `x.len() / o.len()` frames of `x` and the matching rows of `taps`.
     fn dwconv_frame / dwconv_frame_avx2(o: &mut [f32], shift: &[f32], taps: &[f32], x: &[f32]) {

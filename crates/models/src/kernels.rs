@@ -609,11 +609,14 @@ pub mod reference {
 }
 
 /// The host loops: contiguous rows of `C` floats, rows split over rayon's threads. Row work is
-/// written as slice zips so the compiler vectorizes it.
+/// written as slice zips so the compiler vectorizes it, and built for AVX2 too
+/// ([`crate::multiversion!`]).
 mod host {
     use rayon::prelude::*;
 
     use super::NORM_EPS;
+    use crate::multiversion;
+    use crate::simd::exp;
 
     /// Below this many output floats a loop runs on the calling thread: handing a few rows to
     /// rayon's pool costs more than it saves (batch-1 inference is mostly such calls).
@@ -653,19 +656,58 @@ mod host {
             .reduce(|| vec![0.0f64; len], add)
     }
 
-    #[inline]
-    fn axpy(out: &mut [f32], a: &[f32], b: &[f32]) {
-        for ((o, a), b) in out.iter_mut().zip(a).zip(b) {
-            *o += a * b;
+    multiversion!(
+        /// `out += a * b` element-wise.
+        fn axpy / axpy_avx2(out: &mut [f32], a: &[f32], b: &[f32]) {
+            for ((o, a), b) in out.iter_mut().zip(a).zip(b) {
+                *o += a * b;
+            }
         }
-    }
+    );
 
-    #[inline]
-    fn axpy64(out: &mut [f64], a: &[f32], b: &[f32]) {
-        for ((o, a), b) in out.iter_mut().zip(a).zip(b) {
-            *o += (a * b) as f64;
+    multiversion!(
+        /// `out += a * b` element-wise, accumulated in f64.
+        fn axpy64 / axpy64_avx2(out: &mut [f64], a: &[f32], b: &[f32]) {
+            for ((o, a), b) in out.iter_mut().zip(a).zip(b) {
+                *o += (a * b) as f64;
+            }
         }
-    }
+    );
+
+    multiversion!(
+        /// `o = x * sigmoid(x)`.
+        fn silu_row / silu_row_avx2(o: &mut [f32], x: &[f32]) {
+            for (o, v) in o.iter_mut().zip(x) {
+                *o = v / (1.0 + exp(-v));
+            }
+        }
+    );
+
+    multiversion!(
+        /// `o = g * s * (1 + x * (1 - s))` with `s = sigmoid(x)`.
+        fn silu_backward_row / silu_backward_row_avx2(o: &mut [f32], x: &[f32], g: &[f32]) {
+            for ((o, v), g) in o.iter_mut().zip(x).zip(g) {
+                let s = 1.0 / (1.0 + exp(-v));
+                *o = g * s * (1.0 + v * (1.0 - s));
+            }
+        }
+    );
+
+    multiversion!(
+        /// `o = e^(o - max)`.
+        fn exp_shifted / exp_shifted_avx2(o: &mut [f32], max: f32) {
+            o.iter_mut().for_each(|o| *o = exp(*o - max));
+        }
+    );
+
+    multiversion!(
+        /// `o = x * s + h` per channel.
+        fn scale_shift / scale_shift_avx2(o: &mut [f32], x: &[f32], s: &[f32], h: &[f32]) {
+            for (((o, v), s), h) in o.iter_mut().zip(x).zip(s).zip(h) {
+                *o = v * s + h;
+            }
+        }
+    );
 
     pub fn dwconv_forward(x: &[f32], w: &[f32], _b: usize, t: usize, c: usize, k: usize) -> Vec<f32> {
         let mut out = vec![0.0f32; x.len()];
@@ -717,23 +759,14 @@ mod host {
     /// `y = x * sigmoid(x)`.
     pub fn silu(x: &[f32]) -> Vec<f32> {
         let mut out = vec![0.0f32; x.len()];
-        rows_mut(&mut out, 1024, |r, o| {
-            for (o, v) in o.iter_mut().zip(&x[r * 1024..]) {
-                *o = v / (1.0 + (-v).exp());
-            }
-        });
+        rows_mut(&mut out, 1024, |r, o| silu_row(o, &x[r * 1024..]));
         out
     }
 
     /// `dx = g * s * (1 + x * (1 - s))` with `s = sigmoid(x)`.
     pub fn silu_backward(x: &[f32], g: &[f32]) -> Vec<f32> {
         let mut out = vec![0.0f32; x.len()];
-        rows_mut(&mut out, 1024, |r, o| {
-            for ((o, v), g) in o.iter_mut().zip(&x[r * 1024..]).zip(&g[r * 1024..]) {
-                let s = 1.0 / (1.0 + (-v).exp());
-                *o = g * s * (1.0 + v * (1.0 - s));
-            }
-        });
+        rows_mut(&mut out, 1024, |r, o| silu_backward_row(o, &x[r * 1024..], &g[r * 1024..]));
         out
     }
 
@@ -778,12 +811,8 @@ mod host {
                 *o = v + bv;
                 max = max.max(*o);
             }
-            let mut sum = 0.0f32;
-            for o in o.iter_mut() {
-                *o = (*o - max).exp();
-                sum += *o;
-            }
-            let inv = 1.0 / sum;
+            exp_shifted(o, max);
+            let inv = 1.0 / o.iter().sum::<f32>();
             o.iter_mut().for_each(|o| *o *= inv);
         });
         out
@@ -851,11 +880,7 @@ mod host {
         // y = x * scale + (beta - mean * scale)
         let shift: Vec<f32> = beta.iter().zip(mean).zip(&scale).map(|((b, m), s)| b - m * s).collect();
         let mut out = vec![0.0f32; x.len()];
-        rows_mut(&mut out, c, |row, o| {
-            for (((o, v), s), h) in o.iter_mut().zip(&x[row * c..(row + 1) * c]).zip(&scale).zip(&shift) {
-                *o = v * s + h;
-            }
-        });
+        rows_mut(&mut out, c, |row, o| scale_shift(o, &x[row * c..(row + 1) * c], &scale, &shift));
         out
     }
 

@@ -33,6 +33,7 @@ pub mod gru;
 pub mod kernels;
 pub mod lexicon;
 pub mod precision;
+pub mod simd;
 pub mod transformer;
 
 use crate::kernels::Kernels;
