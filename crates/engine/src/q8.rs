@@ -178,12 +178,19 @@ fn quantize_row(x: &[f32], q: &mut [u8]) -> RowQuant {
     }
     let scale = (hi - lo) / QMAX_X;
     let zero = (-lo / scale).round().clamp(0.0, QMAX_X);
-    let inv = 1.0 / scale;
-    for (q, v) in q.iter_mut().zip(x) {
-        *q = (v * inv + zero).round().clamp(0.0, QMAX_X) as u8;
-    }
+    quantize_into(q, x, 1.0 / scale, zero);
     RowQuant { scale, zero: zero as i32 }
 }
+
+models::multiversion!(
+    /// `q = clamp(round(x / scale + zero), 0, QMAX_X)` (with AVX2, `round` is one instruction
+    /// instead of a libm call per value).
+    fn quantize_into / quantize_into_avx2(q: &mut [u8], x: &[f32], inv: f32, zero: f32) {
+        for (q, v) in q.iter_mut().zip(x) {
+            *q = (v * inv + zero).round().clamp(0.0, QMAX_X) as u8;
+        }
+    }
+);
 
 /// The integer dot-product kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
