@@ -19,19 +19,10 @@ multiversion!(
     }
 );
 
-multiversion!(
-    /// `e^(x - max x)` in place: a softmax row before its normalization.
-    fn exp_shifted / exp_shifted_avx2(x: &mut [f32]) {
-        let max = x.iter().fold(f32::NEG_INFINITY, |m, v| m.max(*v));
-        x.iter_mut().for_each(|v| *v = exp(*v - max));
-    }
-);
-
 /// Softmax of one row in place.
 pub fn softmax(row: &mut [f32]) {
-    exp_shifted(row);
-    let inv = 1.0 / row.iter().sum::<f32>();
-    row.iter_mut().for_each(|v| *v *= inv);
+    let max = row.iter().fold(f32::NEG_INFINITY, |m, v| m.max(*v));
+    models::simd::softmax_with_max(row, max);
 }
 
 #[cfg(test)]

@@ -694,13 +694,6 @@ mod host {
     );
 
     multiversion!(
-        /// `o = e^(o - max)`.
-        fn exp_shifted / exp_shifted_avx2(o: &mut [f32], max: f32) {
-            o.iter_mut().for_each(|o| *o = exp(*o - max));
-        }
-    );
-
-    multiversion!(
         /// `o = x * s + h` per channel.
         fn scale_shift / scale_shift_avx2(o: &mut [f32], x: &[f32], s: &[f32], h: &[f32]) {
             for (((o, v), s), h) in o.iter_mut().zip(x).zip(s).zip(h) {
@@ -811,9 +804,7 @@ mod host {
                 *o = v + bv;
                 max = max.max(*o);
             }
-            exp_shifted(o, max);
-            let inv = 1.0 / o.iter().sum::<f32>();
-            o.iter_mut().for_each(|o| *o *= inv);
+            crate::simd::softmax_with_max(o, max);
         });
         out
     }

@@ -62,6 +62,20 @@ macro_rules! multiversion {
         unsafe fn $avx2($($arg: $ty),*) $body
     };
 }
+multiversion!(
+    /// `e^(x - max)` in place (`max`: the row's maximum, so every value is at most 1).
+    fn exp_shifted / exp_shifted_avx2(x: &mut [f32], max: f32) {
+        x.iter_mut().for_each(|v| *v = exp(*v - max));
+    }
+);
+
+/// Softmax of a row in place, given its maximum: `e^(x - max)`, then divided by their sum.
+pub fn softmax_with_max(row: &mut [f32], max: f32) {
+    exp_shifted(row, max);
+    let inv = 1.0 / row.iter().sum::<f32>();
+    row.iter_mut().for_each(|v| *v *= inv);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
