@@ -177,6 +177,24 @@ def percentile(xs, p):
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
+def time_inference(model, x, mask, a):
+    """Batch-1 latencies (after 10 untimed passes) and whole-batch times (after 1), ms; the same
+    counts as `trainer bench`. Call inside inference mode."""
+    x1, m1 = x[:1].clone(), torch.zeros(1, a.frames, dtype=torch.bool, device=x.device)
+    lat, big = [], []
+    for i in range(a.latency_runs + 10):
+        t0 = time.perf_counter()
+        model(x1, m1).float().cpu()
+        if i >= 10:
+            lat.append((time.perf_counter() - t0) * 1e3)
+    for i in range(5):
+        t0 = time.perf_counter()
+        model(x, mask).float().cpu()
+        if i >= 1:
+            big.append((time.perf_counter() - t0) * 1e3)
+    return lat, big
+
+
 def time_int8(model, x, mask, a):
     """PyTorch's int8 inference on the CPU: dynamic quantization of every nn.Linear (int8 weights,
     activations quantized per batch at run time), the counterpart of SignFlow's int8 eval graph.
@@ -189,19 +207,8 @@ def time_int8(model, x, mask, a):
     except Exception as e:  # noqa: BLE001 - report and go on without int8
         print(f"no int8 figures: {e}", file=sys.stderr)
         return {}
-    lat, big = [], []
     with torch.inference_mode():
-        x1, m1 = x[:1].clone(), torch.zeros(1, a.frames, dtype=torch.bool)
-        for i in range(a.latency_runs + 10):
-            t0 = time.perf_counter()
-            q(x1, m1)
-            if i >= 10:
-                lat.append((time.perf_counter() - t0) * 1e3)
-        for i in range(5):
-            t0 = time.perf_counter()
-            q(x, mask)
-            if i >= 1:
-                big.append((time.perf_counter() - t0) * 1e3)
+        lat, big = time_inference(q, x, mask, a)
     return {
         "int8_b1_p50_ms": percentile(lat, 50),
         "int8_b1_p90_ms": percentile(lat, 90),
@@ -262,20 +269,8 @@ def main():
     total = [f + b + s for f, b, s in zip(fwd, bwd, step)]
 
     model.eval()
-    lat = []
     with torch.inference_mode(), torch.autocast(dev.type, dtype=amp_dtype, enabled=amp_dtype is not None):
-        x1, m1 = x[:1].clone(), torch.zeros(1, a.frames, dtype=torch.bool, device=dev)
-        for i in range(a.latency_runs + 10):
-            t0 = time.perf_counter()
-            model(x1, m1).float().cpu()
-            if i >= 10:
-                lat.append((time.perf_counter() - t0) * 1e3)
-        big = []
-        for i in range(5):
-            t0 = time.perf_counter()
-            model(x, mask).float().cpu()
-            if i >= 1:
-                big.append((time.perf_counter() - t0) * 1e3)
+        lat, big = time_inference(model, x, mask, a)
 
     int8 = time_int8(model, x, mask, a) if dev.type == "cpu" and a.precision == "f32" else {}
 

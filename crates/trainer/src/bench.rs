@@ -171,6 +171,24 @@ pub fn pad_mask_host(batch: usize, frames: usize) -> Vec<bool> {
     m
 }
 
+/// Untimed batch-1 passes before the timed ones.
+const LATENCY_WARM_UP: usize = 10;
+/// Untimed whole-batch passes, then timed ones.
+const BATCH_WARM_UP: usize = 1;
+const BATCH_RUNS: usize = 4;
+
+/// Wall time of each of `runs` calls of `f`, ms, after `warm_up` untimed calls.
+fn timed_runs(warm_up: usize, runs: usize, mut f: impl FnMut()) -> Vec<f64> {
+    (0..warm_up).for_each(|_| f());
+    (0..runs)
+        .map(|_| {
+            let t0 = Instant::now();
+            f();
+            t0.elapsed().as_secs_f64() * 1e3
+        })
+        .collect()
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     if v.is_empty() {
@@ -282,25 +300,14 @@ pub fn bench(cfg: &ExperimentConfig, compute: &ResolvedCompute, opts: &BenchOpti
     let x_inner = x.inner();
     let x1 = x_inner.clone().narrow(0, 0, 1);
     let m1 = Tensor::<InnerBackend, 2, Bool>::from_data(TensorData::new(vec![false; t], [1, t]), device);
-    let mut lat = Vec::new();
-    for i in 0..opts.latency_runs + 10 {
-        let t0 = Instant::now();
+    let lat = timed_runs(LATENCY_WARM_UP, opts.latency_runs, || {
         let _ = infer.forward(x1.clone(), m1.clone()).into_data();
-        if i >= 10 {
-            lat.push(t0.elapsed().as_secs_f64() * 1e3);
-        }
-    }
-    let mut big = Vec::new();
-    for i in 0..5 {
-        let t0 = Instant::now();
+    });
+    let big_ms = median(timed_runs(BATCH_WARM_UP, BATCH_RUNS, || {
         let _ = infer.forward(x_inner.clone(), mask.clone().inner()).into_data();
-        if i >= 1 {
-            big.push(t0.elapsed().as_secs_f64() * 1e3);
-        }
-    }
-    let big_ms = median(big);
+    }));
     let graph = if compute.device.selection.target == device::Target::Cpu {
-        time_graphs(&infer.model().clone(), &x_inner.to_data().iter::<f32>().collect::<Vec<_>>(), b, t, opts)
+        time_graphs(infer.model(), &x_inner.to_data().iter::<f32>().collect::<Vec<_>>(), b, t, opts)
     } else {
         None
     };
@@ -341,22 +348,12 @@ fn time_graphs(
     let valid: Vec<usize> = pad_mask_host(b, t).chunks(t).map(|m| m.iter().filter(|p| !**p).count()).collect();
     let x1 = &x[..x.len() / b.max(1)];
     let time = |g: &engine::EvalGraph| {
-        let mut lat = Vec::new();
-        for i in 0..opts.latency_runs + 10 {
-            let t0 = Instant::now();
+        let lat = timed_runs(LATENCY_WARM_UP, opts.latency_runs, || {
             let _ = g.logits(x1, &[t], t);
-            if i >= 10 {
-                lat.push(t0.elapsed().as_secs_f64() * 1e3);
-            }
-        }
-        let mut big = Vec::new();
-        for i in 0..5 {
-            let t0 = Instant::now();
+        });
+        let big = timed_runs(BATCH_WARM_UP, BATCH_RUNS, || {
             let _ = g.logits(x, &valid, t);
-            if i >= 1 {
-                big.push(t0.elapsed().as_secs_f64() * 1e3);
-            }
-        }
+        });
         (lat, b as f64 / median(big) * 1e3)
     };
     let (f32_lat, f32_rate) = time(&f32_graph);
