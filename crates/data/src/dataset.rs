@@ -158,6 +158,22 @@ fn read_unit(index: &DatasetIndex, unit: &[usize], pre: &Preprocessor) -> Vec<Re
 }
 
 impl SignDataset {
+    /// The left/right mirror table of the landmarks `pre` keeps from this dataset's sequences,
+    /// what the flip augmentation swaps (identity for feature data).
+    pub fn mirror_table(&self, pre: &Preprocessor) -> Vec<usize> {
+        match self.items.first().map(|i| &i.sample) {
+            Some(Sample::Landmarks(seq)) => {
+                let full = crate::layout::NUM_LANDMARKS;
+                if pre.kept_points(full) == seq.points {
+                    pre.mirror_of_kept(full)
+                } else {
+                    pre.mirror_of_kept(seq.points)
+                }
+            }
+            _ => Vec::new(),
+        }
+    }
+
     /// Load every entry of `index` through preprocessing stage 1.
     pub fn load(index: &DatasetIndex, pre: &Preprocessor, opts: &LoadOptions) -> Result<SignDataset> {
         let key = cache_key(index, pre);
@@ -303,6 +319,22 @@ impl SignDataset {
     /// The group of each item.
     pub fn groups(&self) -> Vec<&str> {
         self.items.iter().map(|i| i.group.as_str()).collect()
+    }
+
+    /// The distinct groups (signers) of the items at `indices`, sorted.
+    pub fn group_names(&self, indices: &[usize]) -> Vec<String> {
+        let set: std::collections::BTreeSet<&str> =
+            indices.iter().filter_map(|&i| self.items.get(i)).map(|i| i.group.as_str()).collect();
+        set.into_iter().map(String::from).collect()
+    }
+
+    /// Median length in frames (after stage 1) of the items at `indices`: what a streaming
+    /// recognizer should look at to see one whole sign. `None` for no items.
+    pub fn median_frames(&self, indices: &[usize]) -> Option<usize> {
+        let mut lens: Vec<usize> =
+            indices.iter().filter_map(|&i| self.items.get(i)).map(|i| i.sample.frames()).collect();
+        lens.sort_unstable();
+        lens.get(lens.len() / 2).copied()
     }
 }
 

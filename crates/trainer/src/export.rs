@@ -66,11 +66,7 @@ pub fn export_model(
         step: exported_epoch.as_ref().map(|h| h.step).unwrap_or(state.step),
         valid_top1: exported_epoch.as_ref().and_then(|h| h.valid_top1),
         valid_loss: exported_epoch.as_ref().and_then(|h| h.valid_loss),
-        median_frames: {
-            let mut lens: Vec<usize> = data.train.iter().map(|&i| ds.items[i].sample.frames()).collect();
-            lens.sort_unstable();
-            lens.get(lens.len() / 2).copied()
-        },
+        median_frames: ds.median_frames(&data.train),
         split: Some(training_split(run)),
         task: cfg.task,
         ctc: ds.continuous.map(|unit| bundle::CtcCard {

@@ -71,9 +71,7 @@ pub struct PreparedData {
 impl PreparedData {
     /// Distinct groups (signers) among `indices`.
     pub fn groups(&self, indices: &[usize]) -> Vec<String> {
-        let set: std::collections::BTreeSet<&str> =
-            indices.iter().map(|&i| self.dataset.items[i].group.as_str()).collect();
-        set.into_iter().map(String::from).collect()
+        self.dataset.group_names(indices)
     }
 }
 

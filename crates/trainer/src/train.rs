@@ -14,9 +14,7 @@ use std::time::{Duration, Instant};
 use burn::module::{AutodiffModule, Module};
 use burn::prelude::Backend;
 use data::augment::Augmenter;
-use data::dataset::SignDataset;
 use data::loader::{epoch_batches, DevicePrefetcher, EpochLoader, ItemBatcher, LoaderConfig, SignBatch};
-use data::preprocess::Preprocessor;
 use models::precision::Materialize;
 use models::SignModel;
 
@@ -177,21 +175,6 @@ fn train_once(
         print!("{}", summary.render(&trainer.state.history, wall.elapsed().as_secs_f64()));
     }
     Ok(RunOutcome { run_dir: trainer.run_dir, summary: Some(summary) })
-}
-
-/// The left/right mirror table of the kept landmarks (identity for feature data).
-fn mirror_table(ds: &SignDataset, pre: &Preprocessor) -> Vec<usize> {
-    match ds.items.first().map(|i| &i.sample) {
-        Some(data::Sample::Landmarks(seq)) => {
-            let full = data::layout::NUM_LANDMARKS;
-            if pre.kept_points(full) == seq.points {
-                pre.mirror_of_kept(full)
-            } else {
-                pre.mirror_of_kept(seq.points)
-            }
-        }
-        _ => Vec::new(),
-    }
 }
 
 /// Running sums of loss, correct predictions and samples since `start`.
@@ -834,7 +817,7 @@ fn gpu_monitor(device: &Device, run_dir: &std::path::Path) -> Result<Option<devi
 fn batcher_for(cfg: &ExperimentConfig, input: &crate::resolve::ResolvedData) -> ItemBatcher {
     let pre = &input.preprocessor;
     let ds = &input.data.dataset;
-    let augmenter = cfg.augment.enabled.then(|| Arc::new(Augmenter::new(cfg.augment.clone(), mirror_table(ds, pre))));
+    let augmenter = cfg.augment.enabled.then(|| Arc::new(Augmenter::new(cfg.augment.clone(), ds.mirror_table(pre))));
     ItemBatcher { preprocessor: pre.clone(), augmenter, seed: cfg.training.seed }
 }
 
