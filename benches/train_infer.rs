@@ -19,6 +19,7 @@ use models::precision::{ComputeModel, Materialize};
 use models::{ConvTransformerConfig, GruModelConfig, ModelConfig, SignModel, TransformerConfig};
 use trainer::bench::pad_mask_host;
 use trainer::config::OptimizerConfig;
+use trainer::objective::Objective;
 use trainer::optim::Optim;
 use trainer::profile::Profiler;
 use trainer::step::{train_step, StepSettings};
@@ -43,10 +44,9 @@ fn bench(c: &mut Criterion) {
         g.throughput(Throughput::Elements(BATCH as u64));
         let model: SignModel<TrainBackend> = cfg.init::<TrainBackend>(FEATURES, CLASSES, &device).map(&mut Materialize);
         let x = Tensor::<TrainBackend, 3>::random([BATCH, FRAMES, FEATURES], Distribution::Normal(0.0, 1.0), &device);
-        let mask = Tensor::<TrainBackend, 2, Bool>::from_data(
-            TensorData::new(pad_mask_host(BATCH, FRAMES), [BATCH, FRAMES]),
-            &device,
-        );
+        let mask_host = pad_mask_host(BATCH, FRAMES);
+        let lengths = data::loader::valid_lengths(&mask_host, FRAMES);
+        let mask = Tensor::<TrainBackend, 2, Bool>::from_data(TensorData::new(mask_host, [BATCH, FRAMES]), &device);
         let labels = Tensor::<TrainBackend, 1, Int>::arange(0..BATCH as i64, &device);
         let loss_fn = CrossEntropyLossConfig::new().init::<TrainBackend>(&device);
         // Flex executes eagerly: when an op returns, its work is done (no device sync needed).
@@ -58,15 +58,22 @@ fn bench(c: &mut Criterion) {
         });
         let optimizer = OptimizerConfig::default();
         let mut optim = Optim::new(&optimizer);
+        let objective = Objective::new(models::Task::Classification, 0.0, &device);
         let settings = StepSettings::timing(FloatDType::F32, optimizer.clip_grad_norm);
         let mut prof = Profiler::new(false);
         let mut m = Some(model.clone());
         g.bench_function("step", |b| {
             b.iter(|| {
-                let batch = || SignBatch { inputs: x.clone(), pad_mask: mask.clone(), labels: labels.clone() };
+                let batch = || SignBatch {
+                    inputs: x.clone(),
+                    pad_mask: mask.clone(),
+                    labels: labels.clone(),
+                    targets: Vec::new(),
+                    lengths: lengths.clone(),
+                };
                 let model = m.take().unwrap();
                 let (next, _) =
-                    train_step(&device, model, &mut optim, &loss_fn, &settings, &mut prof, |_| Ok(batch())).unwrap();
+                    train_step(&device, model, &mut optim, &objective, &settings, &mut prof, |_| Ok(batch())).unwrap();
                 m = Some(next);
             })
         });
