@@ -16,7 +16,7 @@ use crate::{LearnError, Result};
 pub struct LoaderSettings {
     /// Sequences per batch (both splits).
     pub batch_size: usize,
-    /// Burn loader worker threads (0 = batches are made on the training thread).
+    /// Burn loader worker threads (0 = batches are made on the training thread, in order).
     pub workers: usize,
     /// Seed of the training split's shuffle and augmentation draws.
     pub seed: u64,
@@ -35,7 +35,8 @@ impl Default for LoaderSettings {
 pub struct Loaders<B: AutodiffBackend> {
     /// Shuffled (seeded per epoch by Burn), augmented.
     pub train: Arc<dyn DataLoader<B, SignBatch<B>>>,
-    /// In split order, not augmented.
+    /// Not augmented; in split order with `workers = 0` (Burn's worker threads hand batches on
+    /// as they are ready).
     pub valid: Arc<dyn DataLoader<B::InnerBackend, SignBatch<B::InnerBackend>>>,
 }
 

@@ -142,7 +142,9 @@ fn burn_train_learner_trains_a_sign_model_whose_logits_match_signflow_evaluation
 
     // burn-train's inference step on the trained weights, over the validation split in order.
     let model = result.model;
-    let valid_loader = learn::loaders::<B>(&f.ds, &f.pre, &f.train, &f.valid, &settings, &device).unwrap().valid;
+    // (One worker thread: Burn's multi-worker loader yields batches as they are ready.)
+    let in_order = LoaderSettings { workers: 0, ..settings.clone() };
+    let valid_loader = learn::loaders::<B>(&f.ds, &f.pre, &f.train, &f.valid, &in_order, &device).unwrap().valid;
     let (mut logits, mut labels) = (Vec::new(), Vec::new());
     for batch in valid_loader.iter() {
         let out = InferenceStep::step(&model, batch);
