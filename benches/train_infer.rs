@@ -12,12 +12,11 @@
 
 use burn::module::{AutodiffModule, Module};
 use burn::nn::loss::CrossEntropyLossConfig;
-use burn::tensor::{Bool, Distribution, FloatDType, Int, Tensor, TensorData};
+use burn::tensor::{Bool, Distribution, FloatDType, Tensor, TensorData};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use data::loader::SignBatch;
 use models::precision::{ComputeModel, Materialize};
 use models::{ConvTransformerConfig, GruModelConfig, ModelConfig, SignModel, TransformerConfig};
-use trainer::bench::pad_mask_host;
+use trainer::bench::{pad_mask_host, synthetic_batch};
 use trainer::config::OptimizerConfig;
 use trainer::objective::Objective;
 use trainer::optim::Optim;
@@ -43,11 +42,8 @@ fn bench(c: &mut Criterion) {
         g.sample_size(10);
         g.throughput(Throughput::Elements(BATCH as u64));
         let model: SignModel<TrainBackend> = cfg.init::<TrainBackend>(FEATURES, CLASSES, &device).map(&mut Materialize);
-        let x = Tensor::<TrainBackend, 3>::random([BATCH, FRAMES, FEATURES], Distribution::Normal(0.0, 1.0), &device);
-        let mask_host = pad_mask_host(BATCH, FRAMES);
-        let lengths = data::loader::valid_lengths(&mask_host, FRAMES);
-        let mask = Tensor::<TrainBackend, 2, Bool>::from_data(TensorData::new(mask_host, [BATCH, FRAMES]), &device);
-        let labels = Tensor::<TrainBackend, 1, Int>::arange(0..BATCH as i64, &device);
+        let batch = synthetic_batch(BATCH, FRAMES, FEATURES, CLASSES, &device);
+        let (x, mask, labels) = (batch.inputs.clone(), batch.pad_mask.clone(), batch.labels.clone());
         let loss_fn = CrossEntropyLossConfig::new().init::<TrainBackend>(&device);
         // Flex executes eagerly: when an op returns, its work is done (no device sync needed).
         g.bench_function("forward", |b| {
@@ -64,16 +60,10 @@ fn bench(c: &mut Criterion) {
         let mut m = Some(model.clone());
         g.bench_function("step", |b| {
             b.iter(|| {
-                let batch = || SignBatch {
-                    inputs: x.clone(),
-                    pad_mask: mask.clone(),
-                    labels: labels.clone(),
-                    targets: Vec::new(),
-                    lengths: lengths.clone(),
-                };
                 let model = m.take().unwrap();
                 let (next, _) =
-                    train_step(&device, model, &mut optim, &objective, &settings, &mut prof, |_| Ok(batch())).unwrap();
+                    train_step(&device, model, &mut optim, &objective, &settings, &mut prof, |_| Ok(batch.clone()))
+                        .unwrap();
                 m = Some(next);
             })
         });

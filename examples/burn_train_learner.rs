@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use bundle::TrainingSplit;
+use bundle::{ModelCard, TrainingSplit};
 use burn::optim::lr_scheduler::cosine::CosineAnnealingLrSchedulerConfig;
 use burn::optim::AdamWConfig;
 use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
@@ -153,26 +153,20 @@ fn run() -> Result<(), Box<dyn Error>> {
         m.entries.last().map(|e| e.value)
     };
     let model = trained.into_model();
-    let mut card = learn::model_card(
-        &model,
-        &config,
-        &preprocess,
-        &ds,
-        &train,
-        Some(TrainingSplit {
-            valid_fraction: VALID_FRACTION,
-            split_seed: SPLIT_SEED,
-            folds: 0,
-            fold: 0,
-            valid_groups: ds.group_names(&valid),
-        }),
-    );
+    let mut card = ModelCard::for_dataset(&model, config.clone(), preprocess.clone(), &ds, &train);
+    card.split = Some(TrainingSplit {
+        valid_fraction: VALID_FRACTION,
+        split_seed: SPLIT_SEED,
+        folds: 0,
+        fold: 0,
+        valid_groups: ds.group_names(&valid),
+    });
     card.epoch = summary.epochs;
     card.step = iterations;
     card.valid_top1 = last("Accuracy").map(|a| a / 100.0);
     card.valid_loss = last("Loss");
     let record = format!("# trained with burn-train's Learner (examples/burn_train_learner.rs)\n# model: {config:?}\n");
-    let bundle = learn::export_bundle(&args.out.join("model"), &model, &card, &record)?;
+    let bundle = bundle::save_bundle(&args.out.join("model"), &model, &card, &record)?;
     println!("exported {}", bundle.display());
 
     // infer serves it: the held-out signers, scored by infer's evaluation.

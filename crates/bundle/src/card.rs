@@ -4,10 +4,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use data::dataset::SignDataset;
 use data::preprocess::PreprocessConfig;
 use data::tokens::{Unit, Vocabulary, WordList, BLANK};
 use models::decode::{CtcDecoder, DecodeConfig, Lexicon, Scores};
-use models::{ModelConfig, Task};
+use models::kernels::Kernels;
+use models::{ModelConfig, SignModel, Task};
 use serde::{Deserialize, Serialize};
 
 use crate::layout::CARD_FILE;
@@ -154,6 +156,23 @@ impl ModelCard {
             split: None,
             task: Task::Classification,
             ctc: None,
+        }
+    }
+
+    /// The card of `model` (built from `config`) trained with `preprocess` on the samples
+    /// `train` of `ds`: the dataset's feature count and class names, the model's trainable
+    /// parameters, the training samples' median length. Epoch, step, validation figures, split,
+    /// task and CTC decoding are left for the caller to set.
+    pub fn for_dataset<B: Kernels>(
+        model: &SignModel<B>,
+        config: ModelConfig,
+        preprocess: PreprocessConfig,
+        ds: &SignDataset,
+        train: &[usize],
+    ) -> Self {
+        Self {
+            median_frames: ds.median_frames(train),
+            ..Self::new(config, preprocess, ds.features, ds.labels.clone(), models::trainable_params(model))
         }
     }
 }

@@ -9,7 +9,8 @@
 //! - [`weights`]: saving and loading weights (`model.mpk`) with shape checks;
 //! - [`atomic`]: atomic file writes and directories staged under a temporary name;
 //! - [`manifest`]: sizes and CRC-32s of a staged directory's files, checked before loading;
-//! - [`write_bundle`] / [`load_bundle`]: a whole bundle.
+//! - [`save_bundle`] / [`load_bundle`]: a whole bundle, staged and renamed into place;
+//!   [`write_bundle`] writes its files into a directory the caller stages.
 //!
 //! ```no_run
 //! let device = device::dispatch_device(&device::Target::Cpu)?;
@@ -73,6 +74,33 @@ pub fn write_bundle<B: Kernels>(dir: &Path, model: &SignModel<B>, card: &ModelCa
     atomic::write_json(&dir.join(layout::CARD_FILE), card)?;
     atomic::write_atomic(&dir.join(layout::CONFIG_FILE), config_toml.as_bytes())?;
     atomic::write_json(&dir.join(layout::LABELS_FILE), &card.labels)
+}
+
+/// Write `model` with `card` as the bundle directory `dir`, created or replaced whole (staged
+/// and renamed into place: a crash leaves the old or the new bundle, never a mix), and return
+/// `dir`. `config_toml` is kept beside the weights as the record of how the model was trained.
+/// Refuses a card that does not describe the model's input features and classes.
+pub fn save_bundle<B: Kernels>(
+    dir: &Path,
+    model: &SignModel<B>,
+    card: &ModelCard,
+    config_toml: &str,
+) -> Result<PathBuf> {
+    if card.input_features != model.input_features() || card.labels.len() != model.classes() {
+        return Err(BundleError::Invalid {
+            path: dir.join(layout::CARD_FILE),
+            message: format!(
+                "the card describes {} input features and {} classes, the model has {} and {}",
+                card.input_features,
+                card.labels.len(),
+                model.input_features(),
+                model.classes()
+            ),
+        });
+    }
+    let staged = atomic::StagedDir::new(dir)?;
+    write_bundle(&staged.tmp, model, card, config_toml)?;
+    staged.commit()
 }
 
 /// Refuse a card whose model cannot fit in its weights file (4 bytes a parameter at full

@@ -95,9 +95,7 @@ pub fn import_bundle<B: Kernels>(card: &ModelCard, state_dict: &Path, dir: &Path
     card.step = 0;
     card.valid_top1 = None;
     card.valid_loss = None;
-    let staged = crate::atomic::StagedDir::new(dir)?;
-    crate::write_bundle(&staged.tmp, &model, &card, "# imported from a PyTorch state_dict\n")?;
-    staged.commit().map(|_| ())
+    crate::save_bundle(dir, &model, &card, "# imported from a PyTorch state_dict\n").map(|_| ())
 }
 
 #[cfg(test)]

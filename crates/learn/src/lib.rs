@@ -12,16 +12,15 @@
 //!   SignFlow's `ItemBatcher` (the trainer's preprocessing and augmentation).
 //! - [`ProgressRenderer`]: a burn-train renderer for logs and terminals without the dashboard: a
 //!   progress bar per epoch and one line of epoch means per epoch.
-//! - [`export_bundle`]: the trained model as a SignFlow bundle, which `infer` loads.
 //!
-//! `examples/burn_train_learner.rs` puts them together; docs/GUIDE.md compares both paths.
+//! The trained model is saved for `infer` as any SignFlow model is: `bundle::ModelCard::for_dataset`
+//! and `bundle::save_bundle`. `examples/burn_train_learner.rs` puts them together;
+//! docs/GUIDE.md compares both paths.
 
-pub mod export;
 pub mod loaders;
 pub mod render;
 pub mod step;
 
-pub use export::{export_bundle, model_card};
 pub use loaders::{loaders, LoaderSettings, Loaders};
 pub use render::ProgressRenderer;
 pub use step::SignClassifier;
@@ -29,9 +28,6 @@ pub use step::SignClassifier;
 /// What can go wrong around a burn-train run (the run itself reports through burn-train).
 #[derive(Debug, thiserror::Error)]
 pub enum LearnError {
-    /// Reading or writing SignFlow files.
-    #[error(transparent)]
-    Bundle(#[from] bundle::BundleError),
     /// Data that cannot feed the model.
     #[error("{0}")]
     Invalid(String),

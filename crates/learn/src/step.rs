@@ -17,7 +17,7 @@ use models::SignModel;
 /// The forward is the model's own ([`SignModel::forward`], f32), the same SignFlow's evaluation
 /// and `infer` (with Burn's forward) run, so the logits of the trained weights are the same
 /// through both. The wrapper adds no parameters: [`SignClassifier::into_model`] gives the
-/// model back for [`crate::export_bundle`].
+/// model back for `bundle::save_bundle`.
 ///
 /// Batches must come from a dataset whose feature count the model was built for (as
 /// [`crate::loaders`] and SignFlow's loaders make them); a classification dataset, not a

@@ -179,8 +179,8 @@ fn burn_train_learner_trains_a_sign_model_whose_logits_match_signflow_evaluation
 
     // Exported as a SignFlow bundle, `infer` loads it and computes the same logits: Burn's forward
     // to float rounding, the CPU eval graph (BatchNorm folded) within 1e-4.
-    let card = learn::model_card(&model.model, &config, &f.preprocess, &f.ds, &f.train, None);
-    let bundle_dir = learn::export_bundle(&f.dir.path().join("model"), &model.model, &card, "# test\n").unwrap();
+    let card = ModelCard::for_dataset(&model.model, config.clone(), f.preprocess.clone(), &f.ds, &f.train);
+    let bundle_dir = bundle::save_bundle(&f.dir.path().join("model"), &model.model, &card, "# test\n").unwrap();
     let batcher = ItemBatcher { preprocessor: f.pre.clone(), augmenter: None, seed: 0 };
     let prepared: Vec<_> = f.valid.iter().map(|&i| batcher.prepare(&f.ds.items[i], 0, i)).collect();
     for eval_graph in [false, true] {
@@ -216,7 +216,6 @@ fn loaders_and_export_refuse_bad_input() {
     let ok = LoaderSettings { batch_size: 4, workers: 0, seed: 0, augment: None };
     let err = |r: learn::Result<learn::Loaders<B>>| match r {
         Err(LearnError::Invalid(m)) => m,
-        Err(e) => panic!("unexpected error {e}"),
         Ok(_) => panic!("accepted bad input"),
     };
     let m = err(learn::loaders::<B>(&f.ds, &f.pre, &f.train, &[], &ok, &device));
@@ -228,18 +227,20 @@ fn loaders_and_export_refuse_bad_input() {
     assert!(m.contains("item 10000") && m.contains(&format!("{} items", f.ds.items.len())), "{m}");
 
     let model = tiny().init::<device::Backend>(f.ds.features, f.ds.labels.len(), &device);
-    let card = learn::model_card(&model, &tiny(), &f.preprocess, &f.ds, &f.train, None);
+    let card = ModelCard::for_dataset(&model, tiny(), f.preprocess.clone(), &f.ds, &f.train);
     assert_eq!(card.input_features, f.ds.features);
     assert_eq!(card.median_frames, f.ds.median_frames(&f.train));
     let wrong = ModelCard { labels: vec!["a".into(), "b".into()], ..card.clone() };
-    match learn::export_bundle(&f.dir.path().join("m1"), &model, &wrong, "") {
-        Err(LearnError::Invalid(m)) => assert!(m.contains("2 classes") && m.contains("4"), "{m}"),
+    match bundle::save_bundle(&f.dir.path().join("m1"), &model, &wrong, "") {
+        Err(bundle::BundleError::Invalid { message: m, .. }) => {
+            assert!(m.contains("2 classes") && m.contains("4"), "{m}")
+        }
         other => panic!("mismatched card accepted: {other:?}"),
     }
     // A target under a regular file cannot be created: the error names the path.
     let file = f.dir.path().join("a-file");
     std::fs::write(&file, b"x").unwrap();
-    let e = learn::export_bundle(&file.join("model"), &model, &card, "").unwrap_err();
+    let e = bundle::save_bundle(&file.join("model"), &model, &card, "").unwrap_err();
     assert!(e.to_string().contains("a-file"), "{e}");
     assert!(!f.dir.path().join("m1").exists(), "nothing is left behind by a refused export");
 }

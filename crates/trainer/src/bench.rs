@@ -171,6 +171,25 @@ pub fn pad_mask_host(batch: usize, frames: usize) -> Vec<bool> {
     m
 }
 
+/// The bench's synthetic classification batch on `device`: `[batch, frames, features]` normal
+/// inputs, [`pad_mask_host`]'s padding with its valid lengths, sample `i` labelled `i % classes`.
+/// One definition for `trainer bench` and the criterion benches, so both time the same step.
+pub fn synthetic_batch(
+    batch: usize,
+    frames: usize,
+    features: usize,
+    classes: usize,
+    device: &device::DispatchDevice,
+) -> SignBatch<TrainBackend> {
+    let inputs = Tensor::<TrainBackend, 3>::random([batch, frames, features], Distribution::Normal(0.0, 1.0), device);
+    let mask_host = pad_mask_host(batch, frames);
+    let lengths = data::loader::valid_lengths(&mask_host, frames);
+    let pad_mask = Tensor::<TrainBackend, 2, Bool>::from_data(TensorData::new(mask_host, [batch, frames]), device);
+    let labels_host: Vec<i64> = (0..batch as i64).map(|i| i % classes.max(1) as i64).collect();
+    let labels = Tensor::<TrainBackend, 1, Int>::from_data(TensorData::new(labels_host, [batch]), device);
+    SignBatch { inputs, pad_mask, labels, targets: Vec::new(), lengths }
+}
+
 /// Untimed batch-1 passes before the timed ones.
 const LATENCY_WARM_UP: usize = 10;
 /// Untimed whole-batch passes, then timed ones.
@@ -247,25 +266,13 @@ pub fn time_train_steps(cfg: &ExperimentConfig, compute: &ResolvedCompute, opts:
         cfg.model.init::<TrainBackend>(f, opts.classes, device).map(&mut Materialize);
     let mut optim = Optim::new(&cfg.optimizer);
     let objective = Objective::new(models::Task::Classification, 0.0, device);
-    let x = Tensor::<TrainBackend, 3>::random([b, t, f], Distribution::Normal(0.0, 1.0), device);
-    let mask_host = pad_mask_host(b, t);
-    let lengths = data::loader::valid_lengths(&mask_host, t);
-    let mask = Tensor::<TrainBackend, 2, Bool>::from_data(TensorData::new(mask_host, [b, t]), device);
-    let labels_host: Vec<i64> = (0..b as i64).map(|i| i % opts.classes as i64).collect();
-    let labels = Tensor::<TrainBackend, 1, Int>::from_data(TensorData::new(labels_host, [b]), device);
+    let batch = synthetic_batch(b, t, f, opts.classes, device);
     let settings = StepSettings::timing(precision.float_dtype(), cfg.optimizer.clip_grad_norm);
     let (mut fwd, mut bwd, mut opt) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..opts.steps + 2 {
         device::memory::sync(device);
         let mut prof = Profiler::new(true);
-        let batch = || SignBatch {
-            inputs: x.clone(),
-            pad_mask: mask.clone(),
-            labels: labels.clone(),
-            targets: Vec::new(),
-            lengths: lengths.clone(),
-        };
-        let (next, _) = train_step(device, model, &mut optim, &objective, &settings, &mut prof, |_| Ok(batch()))?;
+        let (next, _) = train_step(device, model, &mut optim, &objective, &settings, &mut prof, |_| Ok(batch.clone()))?;
         model = next;
         if i >= 2 {
             fwd.push(prof.ms(Phase::Forward));
@@ -273,7 +280,14 @@ pub fn time_train_steps(cfg: &ExperimentConfig, compute: &ResolvedCompute, opts:
             opt.push(prof.ms(Phase::Optimizer));
         }
     }
-    Ok(TimedSteps { model, inputs: x, pad_mask: mask, forward_ms: fwd, backward_ms: bwd, optimizer_ms: opt })
+    Ok(TimedSteps {
+        model,
+        inputs: batch.inputs,
+        pad_mask: batch.pad_mask,
+        forward_ms: fwd,
+        backward_ms: bwd,
+        optimizer_ms: opt,
+    })
 }
 
 /// Run the benchmark of `opts`'s shape on the device and precision `compute` resolved for `cfg`.

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use bundle::atomic::{write_atomic, write_json, StagedDir};
+use bundle::atomic::{write_atomic, write_json};
 use bundle::layout;
 use bundle::{ModelCard, TrainingSplit};
 use burn::module::{AutodiffModule, Module, ModuleVisitor, Param};
@@ -66,7 +66,6 @@ pub fn export_model(
         step: exported_epoch.as_ref().map(|h| h.step).unwrap_or(state.step),
         valid_top1: exported_epoch.as_ref().and_then(|h| h.valid_top1),
         valid_loss: exported_epoch.as_ref().and_then(|h| h.valid_loss),
-        median_frames: ds.median_frames(&data.train),
         split: Some(training_split(run)),
         task: cfg.task,
         ctc: ds.continuous.map(|unit| bundle::CtcCard {
@@ -75,17 +74,9 @@ pub fn export_model(
             valid: exported_epoch.as_ref().and_then(|h| h.valid_sequences).map(|s| *s.chosen()),
             lexicon: run.input.lexicon.as_ref().map(|w| w.words.clone()).unwrap_or_default(),
         }),
-        ..ModelCard::new(
-            cfg.model.clone(),
-            cfg.preprocess.clone(),
-            ds.features,
-            ds.labels.clone(),
-            models::trainable_params(model),
-        )
+        ..ModelCard::for_dataset(model, cfg.model.clone(), cfg.preprocess.clone(), ds, &data.train)
     };
-    let staged = StagedDir::new(&run_dir.join(layout::MODEL_DIR))?;
-    bundle::write_bundle(&staged.tmp, &export, &card, &cfg.to_toml())?;
-    Ok(staged.commit()?)
+    Ok(bundle::save_bundle(&run_dir.join(layout::MODEL_DIR), &export, &card, &cfg.to_toml())?)
 }
 
 /// Distinct dtypes of a model's float parameters.
