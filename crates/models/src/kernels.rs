@@ -51,9 +51,9 @@ pub trait Kernels: Backend {
     fn causal_dwconv(x: FloatTensor<Self>, w: FloatTensor<Self>) -> FloatTensor<Self> {
         let (x, w) = (wrap::<Self, 3>(x), wrap::<Self, 2>(w));
         if host_ok(&x) && host_ok(&w) {
-            let ([b, t, c], k) = (x.dims(), w.dims()[0]);
-            let out = host::dwconv_forward(&host_vec(&x), &host_vec(&w), b, t, c, k);
-            return host_tensor::<Self, _>(out, [b, t, c], &x.device());
+            let ([b, t, c], k, device) = (x.dims(), w.dims()[0], x.device());
+            let out = host::dwconv_forward(host_data(x).f32(), host_data(w).f32(), b, t, c, k);
+            return host_tensor::<Self, _>(out, [b, t, c], &device);
         }
         unwrap(reference::causal_dwconv(x, w))
     }
@@ -66,9 +66,9 @@ pub trait Kernels: Backend {
     ) -> (FloatTensor<Self>, FloatTensor<Self>) {
         let (x, w, g) = (wrap::<Self, 3>(x), wrap::<Self, 2>(w), wrap::<Self, 3>(grad));
         if host_ok(&x) && host_ok(&w) && host_ok(&g) {
-            let ([b, t, c], k) = (x.dims(), w.dims()[0]);
-            let (gx, gw) = host::dwconv_backward(&host_vec(&x), &host_vec(&w), &host_vec(&g), b, t, c, k);
-            let device = x.device();
+            let ([b, t, c], k, device) = (x.dims(), w.dims()[0], x.device());
+            let (xd, wd, gd) = (host_data(x), host_data(w), host_data(g));
+            let (gx, gw) = host::dwconv_backward(xd.f32(), wd.f32(), gd.f32(), b, t, c, k);
             return (host_tensor::<Self, _>(gx, [b, t, c], &device), host_tensor::<Self, _>(gw, [k, c], &device));
         }
         let (gx, gw) = reference::causal_dwconv_backward(x, w, g);
@@ -79,8 +79,9 @@ pub trait Kernels: Backend {
     fn silu<const D: usize>(x: FloatTensor<Self>) -> FloatTensor<Self> {
         let x = wrap::<Self, D>(x);
         if host_ok(&x) {
-            let out = host::silu(&host_vec(&x));
-            return host_tensor::<Self, _>(out, x.dims(), &x.device());
+            let (dims, device) = (x.dims(), x.device());
+            let out = host::silu(host_data(x).f32());
+            return host_tensor::<Self, _>(out, dims, &device);
         }
         unwrap(burn::tensor::activation::silu(x))
     }
@@ -89,8 +90,9 @@ pub trait Kernels: Backend {
     fn silu_backward<const D: usize>(x: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
         let (x, g) = (wrap::<Self, D>(x), wrap::<Self, D>(grad));
         if host_ok(&x) && host_ok(&g) {
-            let out = host::silu_backward(&host_vec(&x), &host_vec(&g));
-            return host_tensor::<Self, _>(out, x.dims(), &x.device());
+            let (dims, device) = (x.dims(), x.device());
+            let out = host::silu_backward(host_data(x).f32(), host_data(g).f32());
+            return host_tensor::<Self, _>(out, dims, &device);
         }
         unwrap(reference::silu_backward(x, g))
     }
@@ -103,9 +105,9 @@ pub trait Kernels: Backend {
     fn scale_channels(x: FloatTensor<Self>, gate: FloatTensor<Self>) -> FloatTensor<Self> {
         let (x, g) = (wrap::<Self, 3>(x), wrap::<Self, 2>(gate));
         if host_ok(&x) && host_ok(&g) {
-            let [b, t, c] = x.dims();
-            let out = host::scale_channels(&host_vec(&x), &host_vec(&g), b, t, c);
-            return host_tensor::<Self, _>(out, [b, t, c], &x.device());
+            let ([b, t, c], device) = (x.dims(), x.device());
+            let out = host::scale_channels(host_data(x).f32(), host_data(g).f32(), b, t, c);
+            return host_tensor::<Self, _>(out, [b, t, c], &device);
         }
         unwrap(reference::scale_channels(x, g))
     }
@@ -118,11 +120,10 @@ pub trait Kernels: Backend {
     ) -> (FloatTensor<Self>, FloatTensor<Self>) {
         let (x, g, gr) = (wrap::<Self, 3>(x), wrap::<Self, 2>(gate), wrap::<Self, 3>(grad));
         if host_ok(&x) && host_ok(&g) && host_ok(&gr) {
-            let [b, t, c] = x.dims();
-            let (xd, gd, grd) = (host_vec(&x), host_vec(&g), host_vec(&gr));
-            let gx = host::scale_channels(&grd, &gd, b, t, c);
-            let gg = host::channel_dot(&grd, &xd, b, t, c);
-            let device = x.device();
+            let ([b, t, c], device) = (x.dims(), x.device());
+            let (xd, gd, grd) = (host_data(x), host_data(g), host_data(gr));
+            let gx = host::scale_channels(grd.f32(), gd.f32(), b, t, c);
+            let gg = host::channel_dot(grd.f32(), xd.f32(), b, t, c);
             return (host_tensor::<Self, _>(gx, [b, t, c], &device), host_tensor::<Self, _>(gg, [b, c], &device));
         }
         let gx = reference::scale_channels(gr.clone(), g);
@@ -138,9 +139,9 @@ pub trait Kernels: Backend {
     fn key_biased_softmax(scores: FloatTensor<Self>, bias: FloatTensor<Self>) -> FloatTensor<Self> {
         let (s, bias) = (wrap::<Self, 4>(scores), wrap::<Self, 2>(bias));
         if host_ok(&s) && host_ok(&bias) {
-            let [b, h, q, k] = s.dims();
-            let out = host::key_biased_softmax(&host_vec(&s), &host_vec(&bias), b, h * q, k);
-            return host_tensor::<Self, _>(out, [b, h, q, k], &s.device());
+            let ([b, h, q, k], device) = (s.dims(), s.device());
+            let out = host::key_biased_softmax(host_data(s).f32(), host_data(bias).f32(), b, h * q, k);
+            return host_tensor::<Self, _>(out, [b, h, q, k], &device);
         }
         unwrap(reference::key_biased_softmax(s, bias))
     }
@@ -149,9 +150,9 @@ pub trait Kernels: Backend {
     fn softmax_backward(y: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
         let (y, g) = (wrap::<Self, 4>(y), wrap::<Self, 4>(grad));
         if host_ok(&y) && host_ok(&g) {
-            let [b, h, q, k] = y.dims();
-            let out = host::softmax_backward(&host_vec(&y), &host_vec(&g), b * h * q, k);
-            return host_tensor::<Self, _>(out, [b, h, q, k], &y.device());
+            let ([b, h, q, k], device) = (y.dims(), y.device());
+            let out = host::softmax_backward(host_data(y).f32(), host_data(g).f32(), b * h * q, k);
+            return host_tensor::<Self, _>(out, [b, h, q, k], &device);
         }
         let dot = (g.clone() * y.clone()).sum_dim(3);
         unwrap(y * (g - dot))
@@ -163,8 +164,9 @@ pub trait Kernels: Backend {
         let x = wrap::<Self, 3>(x);
         let [b, t, d] = x.dims();
         if host_ok(&x) && heads > 0 && d % heads == 0 {
-            let out = host::permute_0213(&host_vec(&x), b, t, heads, d / heads);
-            return host_tensor::<Self, _>(out, [b, heads, t, d / heads], &x.device());
+            let device = x.device();
+            let out = host::permute_0213(host_data(x).f32(), b, t, heads, d / heads);
+            return host_tensor::<Self, _>(out, [b, heads, t, d / heads], &device);
         }
         unwrap(reference::split_heads(x, heads))
     }
@@ -174,8 +176,9 @@ pub trait Kernels: Backend {
         let x = wrap::<Self, 4>(x);
         let [b, h, t, hd] = x.dims();
         if host_ok(&x) {
-            let out = host::permute_0213(&host_vec(&x), b, h, t, hd);
-            return host_tensor::<Self, _>(out, [b, t, h * hd], &x.device());
+            let device = x.device();
+            let out = host::permute_0213(host_data(x).f32(), b, h, t, hd);
+            return host_tensor::<Self, _>(out, [b, t, h * hd], &device);
         }
         unwrap(reference::merge_heads(x))
     }
@@ -185,10 +188,9 @@ pub trait Kernels: Backend {
     fn channel_stats(x: FloatTensor<Self>) -> FloatTensor<Self> {
         let x = wrap::<Self, 2>(x);
         if Self::host_resident(&x.device()) && x.dtype() == DType::F32 {
-            let [n, c] = x.dims();
-            let xd = host_vec(&x);
-            let out = host::stats(&xd, n, c);
-            return host_tensor::<Self, _>(out, [2, c], &x.device());
+            let ([n, c], device) = (x.dims(), x.device());
+            let out = host::stats(host_data(x).f32(), n, c);
+            return host_tensor::<Self, _>(out, [2, c], &device);
         }
         unwrap(reference::channel_stats(x))
     }
@@ -204,9 +206,10 @@ pub trait Kernels: Backend {
         let (x, s) = (wrap::<Self, 2>(x), wrap::<Self, 2>(stats));
         let (g, bt) = (wrap::<Self, 1>(gamma), wrap::<Self, 1>(beta));
         if host_ok(&x) && host_ok(&s) && host_ok(&g) && host_ok(&bt) {
-            let [n, c] = x.dims();
-            let out = host::normalize(&host_vec(&x), &host_vec(&s), &host_vec(&g), &host_vec(&bt), n, c);
-            return host_tensor::<Self, _>(out, [n, c], &x.device());
+            let ([n, c], device) = (x.dims(), x.device());
+            let (xd, sd, gd, bd) = (host_data(x), host_data(s), host_data(g), host_data(bt));
+            let out = host::normalize(xd.f32(), sd.f32(), gd.f32(), bd.f32(), n, c);
+            return host_tensor::<Self, _>(out, [n, c], &device);
         }
         unwrap(reference::channel_norm(x, s, g, bt))
     }
@@ -222,10 +225,9 @@ pub trait Kernels: Backend {
         let (x, s) = (wrap::<Self, 2>(x), wrap::<Self, 2>(stats));
         let (g, gr) = (wrap::<Self, 1>(gamma), wrap::<Self, 2>(grad));
         if host_ok(&x) && host_ok(&s) && host_ok(&g) && host_ok(&gr) {
-            let [n, c] = x.dims();
-            let (gx, gg, gb) =
-                host::normalize_backward(&host_vec(&x), &host_vec(&s), &host_vec(&g), &host_vec(&gr), n, c);
-            let device = x.device();
+            let ([n, c], device) = (x.dims(), x.device());
+            let (xd, sd, gd, grd) = (host_data(x), host_data(s), host_data(g), host_data(gr));
+            let (gx, gg, gb) = host::normalize_backward(xd.f32(), sd.f32(), gd.f32(), grd.f32(), n, c);
             return (
                 host_tensor::<Self, _>(gx, [n, c], &device),
                 host_tensor::<Self, _>(gg, [c], &device),
@@ -241,12 +243,25 @@ fn host_ok<B: Kernels, const D: usize>(t: &Tensor<B, D>) -> bool {
     B::host_resident(&t.device()) && t.dtype() == DType::F32
 }
 
-fn host_vec<B: Backend, const D: usize>(t: &Tensor<B, D>) -> Vec<f32> {
-    // Host-resident: this is a memory copy, not a device transfer.
-    t.clone().into_data().into_vec::<f32>().expect("host_ok checked the dtype is f32")
+/// A host-resident f32 tensor's values for a host loop ([`HostData::f32`]). Taking the tensor by
+/// value lets Flex hand its buffer over without a copy when this was its only handle (an
+/// autodiff gradient, a temporary); a tensor still held elsewhere (saved for a backward step) is
+/// copied once. The values are read in place: a `Vec<f32>` would cost another copy, since Flex's
+/// buffers are over-aligned for `Vec<f32>`'s allocation layout.
+struct HostData(TensorData);
+
+impl HostData {
+    fn f32(&self) -> &[f32] {
+        self.0.as_slice::<f32>().expect("host_ok checked the dtype is f32")
+    }
 }
 
-/// A host loop's result as a float tensor of `shape` on `device` (the reverse of [`host_vec`]).
+fn host_data<B: Backend, const D: usize>(t: Tensor<B, D>) -> HostData {
+    // Host-resident: at most a memory copy, never a device transfer.
+    HostData(t.into_data())
+}
+
+/// A host loop's result as a float tensor of `shape` on `device` (the reverse of [`host_data`]).
 fn host_tensor<B: Backend, const D: usize>(values: Vec<f32>, shape: [usize; D], device: &B::Device) -> FloatTensor<B> {
     unwrap(Tensor::<B, D>::from_data(TensorData::new(values, shape), device))
 }
