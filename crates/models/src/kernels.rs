@@ -245,9 +245,10 @@ fn host_ok<B: Kernels, const D: usize>(t: &Tensor<B, D>) -> bool {
 
 /// A host-resident f32 tensor's values for a host loop ([`HostData::f32`]). Taking the tensor by
 /// value lets Flex hand its buffer over without a copy when this was its only handle (an
-/// autodiff gradient, a temporary); a tensor still held elsewhere (saved for a backward step) is
-/// copied once. The values are read in place: a `Vec<f32>` would cost another copy, since Flex's
-/// buffers are over-aligned for `Vec<f32>`'s allocation layout.
+/// autodiff gradient, a temporary); Flex copies out a tensor still held elsewhere (saved for a
+/// backward step), twice: to a byte vector, then to re-align it. The values are read in place: a
+/// `Vec<f32>` would cost another copy, since Flex's buffers are over-aligned for `Vec<f32>`'s
+/// allocation layout.
 struct HostData(TensorData);
 
 impl HostData {
