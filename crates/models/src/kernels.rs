@@ -43,6 +43,13 @@ pub trait Kernels: Backend {
         false
     }
 
+    /// The values of a contiguous host-resident f32 tensor, borrowed in place (`None` for any
+    /// other tensor): host loops read a tensor that is still held elsewhere, such as an input
+    /// saved for the backward pass, without copying it out.
+    fn host_f32(_tensor: &FloatTensor<Self>) -> Option<&[f32]> {
+        None
+    }
+
     /// Causal depthwise convolution: `y[b, t, c] = sum_k w[k, c] * x[b, t - K + 1 + k, c]`
     /// (frames before the start are zero).
     ///
@@ -187,7 +194,7 @@ pub trait Kernels: Backend {
     /// Not differentiable on its own: [`Kernels::channel_norm`]'s backward accounts for it.
     fn channel_stats(x: FloatTensor<Self>) -> FloatTensor<Self> {
         let x = wrap::<Self, 2>(x);
-        if Self::host_resident(&x.device()) && x.dtype() == DType::F32 {
+        if host_ok(&x) {
             let ([n, c], device) = (x.dims(), x.device());
             let out = host::stats(host_data(x).f32(), n, c);
             return host_tensor::<Self, _>(out, [2, c], &device);
@@ -243,23 +250,42 @@ fn host_ok<B: Kernels, const D: usize>(t: &Tensor<B, D>) -> bool {
     B::host_resident(&t.device()) && t.dtype() == DType::F32
 }
 
-/// A host-resident f32 tensor's values for a host loop ([`HostData::f32`]). Taking the tensor by
-/// value lets Flex hand its buffer over without a copy when this was its only handle (an
-/// autodiff gradient, a temporary); Flex copies out a tensor still held elsewhere (saved for a
-/// backward step), twice: to a byte vector, then to re-align it. The values are read in place: a
-/// `Vec<f32>` would cost another copy, since Flex's buffers are over-aligned for `Vec<f32>`'s
-/// allocation layout.
-struct HostData(TensorData);
+/// A host-resident f32 tensor's values for a host loop ([`HostData::f32`]). A contiguous tensor
+/// is held and read in place ([`Kernels::host_f32`]), shared or not: no copy, also for inputs
+/// saved for a backward step. Any other (a strided view) is copied out once by `into_data`.
+enum HostData<B: Kernels> {
+    /// Read in place.
+    Held(FloatTensor<B>),
+    /// Copied out.
+    Copied(TensorData),
+}
 
-impl HostData {
+impl<B: Kernels> HostData<B> {
     fn f32(&self) -> &[f32] {
-        self.0.as_slice::<f32>().expect("host_ok checked the dtype is f32")
+        match self {
+            HostData::Held(t) => B::host_f32(t).expect("host_data checked the tensor reads in place"),
+            HostData::Copied(d) => d.as_slice::<f32>().expect("host_ok checked the dtype is f32"),
+        }
     }
 }
 
-fn host_data<B: Backend, const D: usize>(t: Tensor<B, D>) -> HostData {
-    // Host-resident: at most a memory copy, never a device transfer.
-    HostData(t.into_data())
+fn host_data<B: Kernels, const D: usize>(t: Tensor<B, D>) -> HostData<B> {
+    let t = unwrap(t);
+    if B::host_f32(&t).is_some() {
+        HostData::Held(t)
+    } else {
+        // Host-resident: a memory copy, never a device transfer.
+        HostData::Copied(wrap::<B, D>(t).into_data())
+    }
+}
+
+/// A contiguous f32 Flex tensor's values, in place.
+fn flex_f32(t: &FloatTensor<burn::backend::Flex>) -> Option<&[f32]> {
+    if t.dtype() != DType::F32 {
+        return None;
+    }
+    let (start, end) = t.layout().contiguous_offsets()?;
+    t.storage::<f32>().get(start..end)
 }
 
 /// A host loop's result as a float tensor of `shape` on `device` (the reverse of [`host_data`]).
@@ -271,11 +297,20 @@ impl Kernels for burn::backend::Flex {
     fn host_resident(_device: &burn::tensor::ops::Device<Self>) -> bool {
         true
     }
+
+    fn host_f32(tensor: &FloatTensor<Self>) -> Option<&[f32]> {
+        flex_f32(tensor)
+    }
 }
 
 impl Kernels for burn::Dispatch {
     fn host_resident(device: &burn::DispatchDevice) -> bool {
         matches!(device, burn::DispatchDevice::Flex(_))
+    }
+
+    fn host_f32(tensor: &FloatTensor<Self>) -> Option<&[f32]> {
+        // `as_flex_float` is SignFlow's patch of burn-dispatch (crates/vendor/burn-dispatch).
+        tensor.as_flex_float().and_then(flex_f32)
     }
 }
 
