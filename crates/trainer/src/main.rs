@@ -208,7 +208,7 @@ impl TrainArgs {
 /// with its own `mmap` and unmaps it when freed, so each step's activations (megabytes each on
 /// the CPU backend) came back as fresh pages and page faults: 13% of the reference training
 /// step's samples. Raising the mmap threshold to glibc's maximum (32 MiB) and the trim threshold
-/// to 256 MiB lets the heap reuse them: the step 25% shorter in alternating runs
+/// to 256 MiB lets the heap reuse them: the step 21-25% shorter in alternating runs
 /// (docs/PERFORMANCE.md). Larger buffers are still mapped and unmapped as before.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn keep_freed_memory() {
