@@ -8,7 +8,7 @@
 
 use std::hint::black_box;
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{criterion_group, Criterion, Throughput};
 
 const CLASSES: usize = 60;
 const FRAMES: usize = 128;
@@ -73,4 +73,10 @@ fn bench(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+// criterion_main!, with the allocator set up first as in the binaries (docs/PERFORMANCE.md).
+fn main() {
+    device::keep_freed_memory();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

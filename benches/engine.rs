@@ -5,7 +5,7 @@
 //! `cargo bench -p engine --bench engine` (`-- --quick` for a short pass).
 
 use burn::tensor::{Bool, Distribution, Tensor, TensorData};
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use criterion::{criterion_group, BenchmarkId, Criterion};
 use engine::dense::Dense;
 use engine::q8::{Int8Linear, Kernel};
 use engine::{EvalGraph, Weights};
@@ -71,4 +71,10 @@ fn dense(c: &mut Criterion) {
 }
 
 criterion_group!(benches, inference, dense);
-criterion_main!(benches);
+
+// criterion_main!, with the allocator set up first as in the binaries (docs/PERFORMANCE.md).
+fn main() {
+    device::keep_freed_memory();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

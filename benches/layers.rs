@@ -9,7 +9,7 @@ use burn::backend::Autodiff;
 use burn::module::Module;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Distribution, Tensor, TensorData};
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{criterion_group, Criterion, Throughput};
 use models::common::{CausalDepthwiseConv, ChannelNorm, Eca, SelfAttention};
 use models::conv_transformer::{ConvBlock, TransformerBlock};
 use models::ConvTransformerConfig;
@@ -144,4 +144,10 @@ fn layers(c: &mut Criterion) {
 }
 
 criterion_group!(benches, layers);
-criterion_main!(benches);
+
+// criterion_main!, with the allocator set up first as in the binaries (docs/PERFORMANCE.md).
+fn main() {
+    device::keep_freed_memory();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

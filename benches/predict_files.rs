@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 use bundle::ModelCard;
 use burn::module::Module;
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{criterion_group, Criterion, Throughput};
 use infer::{Predictor, PredictorOptions};
 
 fn bench(c: &mut Criterion) {
@@ -61,4 +61,10 @@ fn bench(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+// criterion_main!, with the allocator set up first as in the binaries (docs/PERFORMANCE.md).
+fn main() {
+    device::keep_freed_memory();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

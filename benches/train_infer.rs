@@ -13,7 +13,7 @@
 use burn::module::{AutodiffModule, Module};
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::tensor::{Bool, Distribution, FloatDType, Tensor, TensorData};
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{criterion_group, Criterion, Throughput};
 use models::precision::{ComputeModel, Materialize};
 use models::{ConvTransformerConfig, GruModelConfig, ModelConfig, SignModel, TransformerConfig};
 use trainer::bench::{pad_mask_host, synthetic_batch};
@@ -72,21 +72,25 @@ fn bench(c: &mut Criterion) {
         let mut g = c.benchmark_group(format!("infer/{kind}"));
         g.sample_size(20);
         let infer = ComputeModel::<InnerBackend>::new(model.valid(), FloatDType::F32);
-        for batch in [1, BATCH] {
+        for size in [1, BATCH] {
             let x =
-                Tensor::<InnerBackend, 3>::random([batch, FRAMES, FEATURES], Distribution::Normal(0.0, 1.0), &device);
+                Tensor::<InnerBackend, 3>::random([size, FRAMES, FEATURES], Distribution::Normal(0.0, 1.0), &device);
             let mask = Tensor::<InnerBackend, 2, Bool>::from_data(
-                TensorData::new(pad_mask_host(batch, FRAMES), [batch, FRAMES]),
+                TensorData::new(pad_mask_host(size, FRAMES), [size, FRAMES]),
                 &device,
             );
-            g.throughput(Throughput::Elements(batch as u64));
-            g.bench_function(format!("batch{batch}"), |b| {
-                b.iter(|| infer.forward(x.clone(), mask.clone()).into_data())
-            });
+            g.throughput(Throughput::Elements(size as u64));
+            g.bench_function(format!("batch{size}"), |b| b.iter(|| infer.forward(x.clone(), mask.clone()).into_data()));
         }
         g.finish();
     }
 }
 
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+// criterion_main!, with the allocator set up first as in the binaries (docs/PERFORMANCE.md).
+fn main() {
+    device::keep_freed_memory();
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

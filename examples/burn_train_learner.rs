@@ -74,6 +74,7 @@ impl Args {
 }
 
 fn main() -> ExitCode {
+    device::keep_freed_memory();
     device::quiet_headless_env();
     match run() {
         Ok(()) => ExitCode::SUCCESS,

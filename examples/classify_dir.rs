@@ -10,6 +10,8 @@ use std::path::PathBuf;
 use infer::{Predictor, PredictorOptions};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Tensor buffers reused between batches instead of faulted in again (docs/PERFORMANCE.md).
+    device::keep_freed_memory();
     let mut args = std::env::args().skip(1);
     let (run_dir, dir) = match (args.next(), args.next()) {
         (Some(r), Some(d)) => (PathBuf::from(r), PathBuf::from(d)),

@@ -12,6 +12,8 @@ use std::sync::Arc;
 use infer::{Predictor, PredictorOptions, StreamConfig, StreamingRecognizer};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Tensor buffers reused between batches instead of faulted in again (docs/PERFORMANCE.md).
+    device::keep_freed_memory();
     let run_dir = std::env::args().nth(1).ok_or("usage: live_stream RUN_DIR")?;
     // Load once at start-up (this also warms the model up).
     let predictor = Arc::new(Predictor::load(run_dir.as_ref(), &PredictorOptions::default())?);

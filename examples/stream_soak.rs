@@ -22,6 +22,7 @@ fn rss_mib() -> f64 {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    device::keep_freed_memory();
     device::quiet_headless_env();
     let mut args = std::env::args().skip(1);
     let run_dir = args.next().ok_or("usage: stream_soak RUN_DIR [FRAMES] [BLOCK]")?;

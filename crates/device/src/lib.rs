@@ -21,6 +21,7 @@ pub mod candidates;
 pub mod capabilities;
 /// Errors of probing and selection.
 pub mod error;
+pub mod host_alloc;
 pub mod inventory;
 pub mod memory;
 pub mod monitor;
@@ -33,6 +34,7 @@ pub use burn::DispatchDevice;
 pub use candidates::{candidates, Choose};
 pub use capabilities::{Capabilities, DtypeSupport, Precision, PrecisionSetting, ResolvedPrecision};
 pub use error::{DeviceError, Result};
+pub use host_alloc::keep_freed_memory;
 pub use inventory::Inventory;
 pub use memory::{empty_cache, host_memory, memory_stats, HostMemory, MemoryDelta, MemoryGuard, MemoryStats};
 pub use monitor::{GpuMonitor, MonitorSummary};

@@ -85,6 +85,7 @@ impl PolicyArgs {
 }
 
 fn main() -> std::process::ExitCode {
+    device::keep_freed_memory();
     device::quiet_headless_env();
     match run() {
         Ok(()) => std::process::ExitCode::SUCCESS,

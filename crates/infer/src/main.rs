@@ -247,6 +247,8 @@ fn fraction_split(valid_fraction: f64, split_seed: u64) -> TrainingSplit {
 }
 
 fn main() -> ExitCode {
+    // First, before any thread starts: tensor buffers are reused instead of faulted in again.
+    device::keep_freed_memory();
     device::quiet_headless_env();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))

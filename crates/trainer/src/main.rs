@@ -203,33 +203,9 @@ impl TrainArgs {
     }
 }
 
-/// Keeps freed tensor buffers in the process instead of handing them back to the kernel (glibc
-/// only). By default glibc serves every allocation above a moving threshold (128 KiB at start)
-/// with its own `mmap` and unmaps it when freed, so each step's activations (megabytes each on
-/// the CPU backend) came back as fresh pages and page faults: 13% of the reference training
-/// step's samples. Raising the mmap threshold to glibc's maximum (32 MiB) and the trim threshold
-/// to 256 MiB lets the heap reuse them: the step 21-25% shorter in alternating runs
-/// (docs/PERFORMANCE.md). Larger buffers are still mapped and unmapped as before.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn keep_freed_memory() {
-    use std::os::raw::c_int;
-    extern "C" {
-        fn mallopt(param: c_int, value: c_int) -> c_int;
-    }
-    const M_TRIM_THRESHOLD: c_int = -1;
-    const M_MMAP_THRESHOLD: c_int = -3;
-    // SAFETY: mallopt only sets allocator parameters; called before any other thread starts.
-    unsafe {
-        mallopt(M_MMAP_THRESHOLD, 32 << 20);
-        mallopt(M_TRIM_THRESHOLD, 256 << 20);
-    }
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn keep_freed_memory() {}
-
 fn main() -> ExitCode {
-    keep_freed_memory();
+    // First, before any thread starts: tensor buffers are reused instead of faulted in again.
+    device::keep_freed_memory();
     device::quiet_headless_env();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
