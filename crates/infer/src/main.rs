@@ -79,20 +79,22 @@ enum Command {
         model: ModelArgs,
         #[arg(long)]
         input: PathBuf,
-        #[arg(long, default_value_t = 2)]
+        // Every default is `StreamConfig::default()`'s, so the CLI and the library agree.
+        /// Evaluate every this many frames.
+        #[arg(long, default_value_t = StreamConfig::default().hop)]
         hop: usize,
         /// Classifiers: smoothed probability a sign needs to be reported.
-        #[arg(long, default_value_t = 0.5)]
+        #[arg(long, default_value_t = StreamConfig::default().threshold)]
         threshold: f32,
         /// CTC models: mean probability a token needs to be reported (0 = every decoded token).
-        #[arg(long, default_value_t = 0.0)]
+        #[arg(long, default_value_t = StreamConfig::default().token_threshold)]
         token_threshold: f32,
         /// Frames per evaluation (0 = the median training sequence for classifiers, the model's
         /// window for CTC models).
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, default_value_t = StreamConfig::default().window_frames)]
         window: usize,
         /// Frames with both hands out of view that end a sign (0 = no segmentation at pauses).
-        #[arg(long, default_value_t = 5)]
+        #[arg(long, default_value_t = StreamConfig::default().boundary_frames)]
         boundary_frames: usize,
         /// auto (the device's choice: f32 on the CPU), f32, f16, bf16, or int8 (the int8 eval
         /// graph on the CPU; conv-transformers).
