@@ -71,10 +71,4 @@ fn dense(c: &mut Criterion) {
 }
 
 criterion_group!(benches, inference, dense);
-
-// criterion_main!, with the allocator set up first as in the binaries (docs/PERFORMANCE.md).
-fn main() {
-    device::keep_freed_memory();
-    benches();
-    Criterion::default().configure_from_args().final_summary();
-}
+device::bench_main!(benches);

@@ -87,10 +87,4 @@ fn bench(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench);
-
-// criterion_main!, with the allocator set up first as in the binaries (docs/PERFORMANCE.md).
-fn main() {
-    device::keep_freed_memory();
-    benches();
-    Criterion::default().configure_from_args().final_summary();
-}
+device::bench_main!(benches);

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{criterion_group, Criterion, Throughput};
 use data::dataset::{LoadOptions, SignDataset};
 use data::loader::{EpochLoader, ItemBatcher, LoaderConfig};
 use data::preprocess::{PreprocessConfig, Preprocessor};
@@ -48,4 +48,4 @@ fn bench(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench);
-criterion_main!(benches);
+device::bench_main!(benches);

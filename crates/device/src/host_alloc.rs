@@ -4,7 +4,9 @@
 //! allocator. glibc serves each allocation above a moving threshold (128 KiB at start) with its own
 //! `mmap` and unmaps it on free, so a training step or a batch of inference faulted its buffers in
 //! again on every pass: on the reference model 680k page faults in 6 training steps, and steps
-//! 21-25% longer than with the settings below (docs/PERFORMANCE.md). [`keep_freed_memory`] lets the heap keep and reuse them instead.
+//! 21-25% longer than with the settings below (docs/PERFORMANCE.md). [`keep_freed_memory`] lets
+//! the heap keep and reuse them instead; [`bench_main!`](crate::bench_main) applies it in the
+//! criterion benches.
 
 /// mmap threshold set by [`keep_freed_memory`]: glibc's maximum (32 MiB on 64-bit). Allocations
 /// below it come from the heap and are reused after free.
@@ -25,6 +27,25 @@ pub const TRIM_THRESHOLD_BYTES: usize = 256 << 20;
 /// [`TRIM_THRESHOLD_BYTES`] at the top of the heap) instead of going back to the system.
 pub fn keep_freed_memory() -> bool {
     apply()
+}
+
+/// `criterion_main!` with [`keep_freed_memory`] applied first, so that a bench measures the
+/// allocator the binaries run with. Takes the `criterion_group!` names; the bench crate must
+/// depend on `criterion` (this crate does not).
+///
+/// ```ignore
+/// criterion::criterion_group!(benches, bench);
+/// device::bench_main!(benches);
+/// ```
+#[macro_export]
+macro_rules! bench_main {
+    ($($group:path),+ $(,)?) => {
+        fn main() {
+            $crate::keep_freed_memory();
+            $($group();)+
+            ::criterion::Criterion::default().configure_from_args().final_summary();
+        }
+    };
 }
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
