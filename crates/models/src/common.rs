@@ -214,13 +214,13 @@ impl<B: Kernels> SelfAttention<B> {
         // matrix product) so no activation is sliced; heads split/merged by `kernels`.
         let rows = x.reshape([b * t, d]);
         let w = self.qkv.weight.val(); // [d, 3d]
-        let part = |i: usize| {
-            crate::kernels::ops::split_heads(rows.clone().matmul(w.clone().narrow(1, i * d, d)).reshape([b, t, d]), h)
-        };
-        let (q, k, v) = (part(0), part(1), part(2)); // [B, H, T, hd]
-        let scores = q.matmul(k.swap_dims(2, 3)).mul_scalar(1.0 / (hd as f64).sqrt()); // [B, H, T, T]
+        let part = |i: usize| rows.clone().matmul(w.clone().narrow(1, i * d, d)).reshape([b, t, d]);
+        let q = crate::kernels::ops::split_heads(part(0), h); // [B, H, T, hd]
+        let kt = crate::kernels::ops::split_heads_transposed(part(1), h); // [B, H, hd, T]
+        let v = crate::kernels::ops::split_heads(part(2), h);
+        let scores = q.matmul(kt).mul_scalar(1.0 / (hd as f64).sqrt()); // [B, H, T, T]
         let bias = mask_to(pad_mask, scores.dtype()).mul_scalar(-1e4); // [B, T]
-        let attn = self.dropout.forward(crate::kernels::ops::key_biased_softmax(scores, bias));
+        let attn = crate::kernels::ops::key_biased_softmax_dropout(scores, bias, self.dropout.prob);
         let out = crate::kernels::ops::merge_heads(attn.matmul(v)).reshape([b * t, d]);
         self.proj.forward(out).reshape([b, t, d])
     }

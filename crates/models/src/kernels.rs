@@ -165,6 +165,28 @@ pub trait Kernels: Backend {
         unwrap(y * (g - dot))
     }
 
+    /// Dropout (probability `prob`) on [`Kernels::key_biased_softmax`]'s output, the attention
+    /// weights. Only autodiff backends drop anything: without autodiff (inference) this is the
+    /// softmax, as with Burn's `Dropout`. For autodiff over a host-resident f32 backend it is one
+    /// fused op whose keep mask is a counter-based hash of `seed` and the element's index
+    /// ([`dropout_mask`]): regenerated in the backward pass instead of stored, and drawn in
+    /// parallel instead of element by element from one generator. `seed: None` draws the seed
+    /// from the backend's random stream (`Backend::seed` makes it repeatable). Off the host, and
+    /// for half precision, it is Burn's `Dropout` after the softmax (its own random stream; `seed`
+    /// unused).
+    ///
+    /// # Shapes
+    /// - scores: `[batch, heads, query, key]`, bias: `[batch, key]` -> like scores
+    fn key_biased_softmax_dropout(
+        scores: FloatTensor<Self>,
+        bias: FloatTensor<Self>,
+        prob: f64,
+        seed: Option<u64>,
+    ) -> FloatTensor<Self> {
+        let _ = (prob, seed);
+        Self::key_biased_softmax(scores, bias)
+    }
+
     /// `[batch, time, heads * head_dim]` -> `[batch, heads, time, head_dim]`, contiguous (the
     /// attention head split; Burn's `swap_dims` + `reshape` copies element by element on Flex).
     fn split_heads(x: FloatTensor<Self>, heads: usize) -> FloatTensor<Self> {
@@ -188,6 +210,21 @@ pub trait Kernels: Backend {
             return host_tensor::<Self, _>(out, [b, t, h * hd], &device);
         }
         unwrap(reference::merge_heads(x))
+    }
+
+    /// `[batch, rows, cols]` -> `[batch, cols, rows]`, contiguous; its own inverse. The attention
+    /// keys go through it (transposed before the head split) instead of a transposed view: the
+    /// view's gradient reached the head merge as a strided tensor, which Flex copied element by
+    /// element on one thread.
+    fn transpose_rows(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        let x = wrap::<Self, 3>(x);
+        let [b, r, c] = x.dims();
+        if host_ok(&x) {
+            let device = x.device();
+            let out = host::transpose_blocks(host_data(x).f32(), b, r, c);
+            return host_tensor::<Self, _>(out, [b, c, r], &device);
+        }
+        unwrap(x.swap_dims(1, 2))
     }
 
     /// Per-channel mean and biased variance over the rows of `x` (`[rows, C]` -> `[2, C]`).
@@ -291,6 +328,59 @@ fn flex_f32(t: &FloatTensor<burn::backend::Flex>) -> Option<&[f32]> {
 /// A host loop's result as a float tensor of `shape` on `device` (the reverse of [`host_data`]).
 fn host_tensor<B: Backend, const D: usize>(values: Vec<f32>, shape: [usize; D], device: &B::Device) -> FloatTensor<B> {
     unwrap(Tensor::<B, D>::from_data(TensorData::new(values, shape), device))
+}
+
+/// The multiplier of each of `len` elements under dropout with probability `prob` and mask seed
+/// `seed`: `1 / (1 - prob)` where kept, 0 where dropped. Element `i` is kept when a 32-bit hash
+/// of `(seed, i)` falls below `(1 - prob) * 2^32`; the hash is a bijection of `i` for a given
+/// seed, so masks of one seed never repeat within 2^32 elements. The mask of
+/// [`Kernels::key_biased_softmax_dropout`], element `i` counted over the whole `[B, H, Q, K]`
+/// tensor in row-major order.
+pub fn dropout_mask(seed: u64, len: usize, prob: f64) -> Vec<f32> {
+    let keep = host::Keep::new(seed, prob);
+    (0..len).map(|i| keep.factor(i as u32)).collect()
+}
+
+/// A mask seed from the backend's random stream: three 30-bit draws (they fit any integer
+/// dtype the backend uses by default, i32 included), folded into 64 bits.
+fn draw_seed<B: Backend>(device: &B::Device) -> u64 {
+    let draws = Tensor::<B, 1, burn::tensor::Int>::random(
+        [3],
+        burn::tensor::Distribution::Uniform(0.0, (1u64 << 30) as f64),
+        device,
+    )
+    .into_data();
+    draws.iter::<i64>().fold(0u64, |acc, v| (acc << 30) ^ (v as u64 & ((1 << 30) - 1)))
+}
+
+/// Host path of [`Kernels::key_biased_softmax_dropout`]: the softmax (kept for the backward
+/// pass) and its dropped-out copy.
+fn host_softmax_dropout<B: Kernels>(
+    scores: FloatTensor<B>,
+    bias: FloatTensor<B>,
+    prob: f64,
+    seed: u64,
+) -> (FloatTensor<B>, FloatTensor<B>) {
+    let (s, bias) = (wrap::<B, 4>(scores), wrap::<B, 2>(bias));
+    let ([b, h, q, k], device) = (s.dims(), s.device());
+    let y = host::key_biased_softmax(host_data(s).f32(), host_data(bias).f32(), b, h * q, k);
+    let out = host::dropout(&y, k, host::Keep::new(seed, prob));
+    (host_tensor::<B, 4>(y, [b, h, q, k], &device), host_tensor::<B, 4>(out, [b, h, q, k], &device))
+}
+
+/// Gradient of [`host_softmax_dropout`] with respect to the scores, from the softmax `y` and the
+/// gradient of the dropped output: the mask is regenerated from `seed`.
+fn host_softmax_dropout_backward<B: Kernels>(
+    y: FloatTensor<B>,
+    grad: FloatTensor<B>,
+    prob: f64,
+    seed: u64,
+) -> FloatTensor<B> {
+    let (y, g) = (wrap::<B, 4>(y), wrap::<B, 4>(grad));
+    let (dims, device) = (y.dims(), y.device());
+    let out =
+        host::softmax_dropout_backward(host_data(y).f32(), host_data(g).f32(), dims[3], host::Keep::new(seed, prob));
+    host_tensor::<B, 4>(out, dims, &device)
 }
 
 impl Kernels for burn::backend::Flex {
@@ -411,6 +501,45 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
         }
     }
 
+    fn key_biased_softmax_dropout(
+        scores: FloatTensor<Self>,
+        bias: FloatTensor<Self>,
+        prob: f64,
+        seed: Option<u64>,
+    ) -> FloatTensor<Self> {
+        #[derive(Debug)]
+        struct SoftmaxDropout {
+            prob: f64,
+            seed: u64,
+        }
+        impl<B: Kernels> Backward<B, 1> for SoftmaxDropout {
+            type State = FloatTensor<B>;
+            fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+                let [ps] = ops.parents;
+                let grad = grads.consume::<B>(&ops.node);
+                if let Some(node) = ps {
+                    let gs = host_softmax_dropout_backward::<B>(ops.state, grad, self.prob, self.seed);
+                    grads.register::<B>(node.id, gs);
+                }
+            }
+        }
+        use burn::tensor::TensorMetadata;
+        let device = B::float_device(&scores.primitive);
+        let host =
+            B::host_resident(&device) && scores.primitive.dtype() == DType::F32 && bias.primitive.dtype() == DType::F32;
+        if prob <= 0.0 || !host {
+            let y = wrap::<Self, 4>(Self::key_biased_softmax(scores, bias));
+            return unwrap(burn::nn::DropoutConfig::new(prob).init().forward(y));
+        }
+        let seed = seed.unwrap_or_else(|| draw_seed::<B>(&device));
+        // The bias (padding mask) is a constant: only `scores` is a parent.
+        let (y, out) = host_softmax_dropout::<B>(scores.primitive, bias.primitive, prob, seed);
+        match (SoftmaxDropout { prob, seed }).prepare::<C>([scores.node.clone()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => prep.finish(y, out),
+            OpsKind::UnTracked(prep) => prep.finish(out),
+        }
+    }
+
     fn split_heads(x: FloatTensor<Self>, heads: usize) -> FloatTensor<Self> {
         #[derive(Debug)]
         struct Split;
@@ -447,6 +576,25 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
         match Merge.prepare::<C>([x.node.clone()]).compute_bound().stateful() {
             OpsKind::Tracked(prep) => prep.finish(heads, B::merge_heads(x.primitive)),
             OpsKind::UnTracked(prep) => prep.finish(B::merge_heads(x.primitive)),
+        }
+    }
+
+    fn transpose_rows(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        #[derive(Debug)]
+        struct Transpose;
+        impl<B: Kernels> Backward<B, 1> for Transpose {
+            type State = ();
+            fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+                let [px] = ops.parents;
+                let grad = grads.consume::<B>(&ops.node);
+                if let Some(node) = px {
+                    grads.register::<B>(node.id, B::transpose_rows(grad));
+                }
+            }
+        }
+        match Transpose.prepare::<C>([x.node.clone()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => prep.finish((), B::transpose_rows(x.primitive)),
+            OpsKind::UnTracked(prep) => prep.finish(B::transpose_rows(x.primitive)),
         }
     }
 
@@ -523,9 +671,34 @@ pub mod ops {
         wrap(B::key_biased_softmax(unwrap(scores), unwrap(bias)))
     }
 
+    /// See [`Kernels::key_biased_softmax_dropout`]; the mask's seed comes from the backend's
+    /// random stream.
+    pub fn key_biased_softmax_dropout<B: Kernels>(scores: Tensor<B, 4>, bias: Tensor<B, 2>, prob: f64) -> Tensor<B, 4> {
+        wrap(B::key_biased_softmax_dropout(unwrap(scores), unwrap(bias), prob, None))
+    }
+
+    /// [`key_biased_softmax_dropout`] with the mask's seed given ([`super::dropout_mask`] of the
+    /// same seed is its mask on the host).
+    pub fn key_biased_softmax_dropout_seeded<B: Kernels>(
+        scores: Tensor<B, 4>,
+        bias: Tensor<B, 2>,
+        prob: f64,
+        seed: u64,
+    ) -> Tensor<B, 4> {
+        wrap(B::key_biased_softmax_dropout(unwrap(scores), unwrap(bias), prob, Some(seed)))
+    }
+
     /// See [`Kernels::split_heads`].
     pub fn split_heads<B: Kernels>(x: Tensor<B, 3>, heads: usize) -> Tensor<B, 4> {
         wrap(B::split_heads(unwrap(x), heads))
+    }
+
+    /// The attention keys `[batch, time, heads * head_dim]` as `[batch, heads, head_dim, time]`
+    /// (split and transposed for `q.matmul(k)`), contiguous, through [`Kernels::transpose_rows`].
+    pub fn split_heads_transposed<B: Kernels>(x: Tensor<B, 3>, heads: usize) -> Tensor<B, 4> {
+        let [b, t, d] = x.dims();
+        let xt: Tensor<B, 3> = wrap(B::transpose_rows(unwrap(x)));
+        xt.reshape([b, heads, d / heads, t])
     }
 
     /// See [`Kernels::merge_heads`].
@@ -864,10 +1037,98 @@ mod host {
         let mut out = vec![0.0f32; y.len()];
         rows_mut(&mut out, k, |row, o| {
             let (yr, gr) = (&y[row * k..(row + 1) * k], &g[row * k..(row + 1) * k]);
-            let dot: f32 = yr.iter().zip(gr).map(|(a, b)| a * b).sum();
+            let dot = crate::simd::dot(yr, gr);
             for ((o, y), g) in o.iter_mut().zip(yr).zip(gr) {
                 *o = y * (g - dot);
             }
+        });
+        out
+    }
+
+    /// A dropout keep mask: element `i` is kept (times `scale`) when `hash(i) < threshold`.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Keep {
+        s0: u32,
+        s1: u32,
+        threshold: u32,
+        scale: f32,
+    }
+
+    impl Keep {
+        /// The mask of `seed` for dropout probability `prob` (`0 < prob`; `prob >= 1` drops all).
+        pub fn new(seed: u64, prob: f64) -> Self {
+            let keep = (1.0 - prob).clamp(0.0, 1.0);
+            // keep < 1 here (callers skip prob <= 0), so the threshold fits in 32 bits.
+            let threshold = (keep * 4_294_967_296.0).round().min(u32::MAX as f64) as u32;
+            let scale = if keep > 0.0 { (1.0 / keep) as f32 } else { 0.0 };
+            Self { s0: seed as u32, s1: (seed >> 32) as u32, threshold, scale }
+        }
+
+        /// Element `i`'s multiplier: `scale` or 0.
+        #[inline(always)]
+        pub fn factor(&self, i: u32) -> f32 {
+            if self.hash(i) < self.threshold {
+                self.scale
+            } else {
+                0.0
+            }
+        }
+
+        /// murmur3's finalizer over the index, seeded twice: a bijection of `i` for each seed.
+        #[inline(always)]
+        fn hash(&self, i: u32) -> u32 {
+            let fmix = |mut h: u32| {
+                h ^= h >> 16;
+                h = h.wrapping_mul(0x85eb_ca6b);
+                h ^= h >> 13;
+                h = h.wrapping_mul(0xc2b2_ae35);
+                h ^ (h >> 16)
+            };
+            fmix(fmix(i.wrapping_mul(0x9e37_79b9) ^ self.s0) ^ self.s1)
+        }
+    }
+
+    multiversion!(
+        /// `o = y * mask` for the elements starting at index `first`.
+        fn dropout_row / dropout_row_avx2(o: &mut [f32], y: &[f32], first: u32, keep: &Keep) {
+            for (j, (o, y)) in o.iter_mut().zip(y).enumerate() {
+                *o = y * keep.factor(first.wrapping_add(j as u32));
+            }
+        }
+    );
+
+    multiversion!(
+        /// Gradient of `dropout(softmax)` for one row: `y * (gm - sum(gm * y))`, `gm = g * mask`.
+        fn softmax_dropout_backward_row / softmax_dropout_backward_row_avx2(
+            o: &mut [f32],
+            y: &[f32],
+            g: &[f32],
+            first: u32,
+            keep: &Keep,
+        ) {
+            for (j, (o, g)) in o.iter_mut().zip(g).enumerate() {
+                *o = g * keep.factor(first.wrapping_add(j as u32));
+            }
+            let dot = crate::simd::dot(o, y);
+            for (o, y) in o.iter_mut().zip(y) {
+                *o = y * (*o - dot);
+            }
+        }
+    );
+
+    /// `y` times the dropout mask, rows of `k` (element indices run over all of `y`).
+    pub fn dropout(y: &[f32], k: usize, keep: Keep) -> Vec<f32> {
+        let mut out = vec![0.0f32; y.len()];
+        rows_mut(&mut out, k, |row, o| dropout_row(o, &y[row * k..(row + 1) * k], (row * k) as u32, &keep));
+        out
+    }
+
+    /// Gradient of `dropout(softmax rows)` with respect to the scores, from the softmax `y`.
+    pub fn softmax_dropout_backward(y: &[f32], g: &[f32], k: usize, keep: Keep) -> Vec<f32> {
+        let mut out = vec![0.0f32; y.len()];
+        rows_mut(&mut out, k, |row, o| {
+            let r = row * k..(row + 1) * k;
+            softmax_dropout_backward_row(o, &y[r.clone()], &g[r], (row * k) as u32, &keep)
         });
         out
     }
@@ -881,6 +1142,19 @@ mod host {
             let (ci, bi) = (rest / b, rest % b);
             let src = ((ai * b + bi) * c + ci) * d;
             o.copy_from_slice(&x[src..src + d]);
+        });
+        out
+    }
+
+    /// `[a, r, c]` -> `[a, c, r]`: output row (ai, ci) of `r` floats gathers column ci of block ai.
+    pub fn transpose_blocks(x: &[f32], _a: usize, r: usize, c: usize) -> Vec<f32> {
+        let mut out = vec![0.0f32; x.len()];
+        rows_mut(&mut out, r, |row, o| {
+            let (ai, ci) = (row / c, row % c);
+            let block = &x[ai * r * c..(ai + 1) * r * c];
+            for (ri, o) in o.iter_mut().enumerate() {
+                *o = block[ri * c + ci];
+            }
         });
         out
     }

@@ -46,9 +46,9 @@ pub fn exp(x: f32) -> f32 {
 /// it, so the compiler vectorizes it 8 floats wide) and for the generic x86-64 target.
 #[macro_export]
 macro_rules! multiversion {
-    ($(#[$doc:meta])* $vis:vis fn $name:ident / $avx2:ident ($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
+    ($(#[$doc:meta])* $vis:vis fn $name:ident / $avx2:ident ($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
         $(#[$doc])*
-        $vis fn $name($($arg: $ty),*) {
+        $vis fn $name($($arg: $ty),*) $(-> $ret)? {
             #[cfg(target_arch = "x86_64")]
             if std::arch::is_x86_feature_detected!("avx2") {
                 // SAFETY: the CPU has AVX2 (checked just above).
@@ -59,13 +59,31 @@ macro_rules! multiversion {
 
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx2")]
-        unsafe fn $avx2($($arg: $ty),*) $body
+        unsafe fn $avx2($($arg: $ty),*) $(-> $ret)? $body
     };
 }
 multiversion!(
     /// `e^(x - max)` in place (`max`: the row's maximum, so every value is at most 1).
     fn exp_shifted / exp_shifted_avx2(x: &mut [f32], max: f32) {
         x.iter_mut().for_each(|v| *v = exp(*v - max));
+    }
+);
+
+multiversion!(
+    /// `sum(a[i] * b[i])` over the shorter length, in 8 interleaved partial sums: a plain
+    /// running sum fixes the order of additions, so the compiler cannot vectorize it.
+    pub fn dot / dot_avx2(a: &[f32], b: &[f32]) -> f32 {
+        let n = a.len().min(b.len());
+        let (a, b) = (&a[..n], &b[..n]);
+        let mut acc = [0.0f32; 8];
+        let (ac, bc) = (a.chunks_exact(8), b.chunks_exact(8));
+        let tail: f32 = ac.remainder().iter().zip(bc.remainder()).map(|(x, y)| x * y).sum();
+        for (x, y) in ac.zip(bc) {
+            for ((s, x), y) in acc.iter_mut().zip(x).zip(y) {
+                *s += x * y;
+            }
+        }
+        acc.iter().sum::<f32>() + tail
     }
 );
 
@@ -79,6 +97,17 @@ pub fn softmax_with_max(row: &mut [f32], max: f32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dot_equals_the_f64_sum_of_products_at_every_length() {
+        for n in [0usize, 1, 7, 8, 9, 64, 1001] {
+            let a: Vec<f32> = (0..n).map(|i| ((i * 37 % 11) as f32 - 5.0) * 0.25).collect();
+            let b: Vec<f32> = (0..n).map(|i| ((i * 13 % 7) as f32 - 3.0) * 0.5).collect();
+            let want: f64 = a.iter().zip(&b).map(|(x, y)| *x as f64 * *y as f64).sum();
+            assert!((dot(&a, &b) as f64 - want).abs() <= 1e-4 * want.abs().max(1.0), "n {n}");
+        }
+        assert_eq!(dot(&[1.0, 2.0, 3.0], &[4.0, 5.0]), 14.0);
+    }
 
     #[test]
     fn exp_is_within_3e_7_of_f64_and_saturates() {

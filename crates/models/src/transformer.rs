@@ -141,13 +141,13 @@ pub fn encoder_layer<B: Kernels>(
 
 /// Burn's `MultiHeadAttention` weights as self-attention with a key bias.
 fn self_attention<B: Kernels>(mha: &MultiHeadAttention<B>, x: Tensor<B, 3>, key_bias: Tensor<B, 2>) -> Tensor<B, 3> {
-    use crate::kernels::ops::{key_biased_softmax, merge_heads, split_heads};
+    use crate::kernels::ops::{key_biased_softmax_dropout, merge_heads, split_heads, split_heads_transposed};
     let heads = mha.n_heads;
     let q = split_heads(linear_rows(&mha.query, x.clone()), heads); // [B, H, T, d_k]
-    let k = split_heads(linear_rows(&mha.key, x.clone()), heads);
+    let kt = split_heads_transposed(linear_rows(&mha.key, x.clone()), heads); // [B, H, d_k, T]
     let v = split_heads(linear_rows(&mha.value, x), heads);
-    let scores = q.matmul(k.swap_dims(2, 3)).mul_scalar(1.0 / (mha.d_k as f64).sqrt()); // [B, H, T, T]
-    let attn = mha.dropout.forward(key_biased_softmax(scores, key_bias));
+    let scores = q.matmul(kt).mul_scalar(1.0 / (mha.d_k as f64).sqrt()); // [B, H, T, T]
+    let attn = key_biased_softmax_dropout(scores, key_bias, mha.dropout.prob);
     linear_rows(&mha.output, merge_heads(attn.matmul(v)))
 }
 

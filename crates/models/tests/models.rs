@@ -468,6 +468,73 @@ fn attention_and_gate_kernels_match_the_tensor_op_formulations() {
     let g1 = probe(back * 2.0, [2, 7, 12]).backward();
     let g2 = probe(reference::merge_heads(reference::split_heads(x2.clone(), 3)) * 2.0, [2, 7, 12]).backward();
     close("split/merge dx", &grad_values(&x, &g1), &grad_values(&x2, &g2), 0.0);
+
+    // keys split and transposed in one contiguous op, and its gradient
+    let kt = ops::split_heads_transposed(x.clone(), 3);
+    assert_eq!(kt.dims(), [2, 3, 4, 7]);
+    let x3 = x.clone().detach().require_grad();
+    let kt_ref = reference::split_heads(x3.clone(), 3).swap_dims(2, 3);
+    close("split heads transposed", &ad_values(kt.clone()), &ad_values(kt_ref.clone()), 0.0);
+    let g1 = probe(kt * 3.0, [2, 3, 4, 7]).backward();
+    let g3 = probe(kt_ref * 3.0, [2, 3, 4, 7]).backward();
+    close("split heads transposed dx", &grad_values(&x, &g1), &grad_values(&x3, &g3), 0.0);
+}
+
+/// Attention dropout on the host is one op whose mask is a hash of (seed, index): its output and
+/// gradient equal the softmax times that mask as a constant, through Burn's autodiff; the mask
+/// keeps 1 - p of the elements and differs between seeds and between unseeded calls; there is
+/// no dropout without autodiff.
+#[test]
+fn fused_attention_dropout_equals_softmax_times_its_mask() {
+    use models::kernels::{dropout_mask, ops, reference};
+    let shape = [2, 3, 5, 8];
+    let n: usize = shape.iter().product();
+    let (prob, seed) = (0.3, 0x0123_4567_89ab_cdef_u64);
+    let s = rand_ad(shape);
+    let bias_host: Vec<f32> = (0..16).map(|i| if i >= 8 + 5 { -1e4 } else { 0.0 }).collect();
+    let bias = Tensor::<AD, 2>::from_data(TensorData::new(bias_host, [2, 8]), &dev());
+    let y1 = ops::key_biased_softmax_dropout_seeded(s.clone(), bias.clone(), prob, seed);
+    let g1 = probe(y1.clone(), shape).backward();
+    let mask_host = dropout_mask(seed, n, prob);
+    let mask = Tensor::<AD, 4>::from_data(TensorData::new(mask_host.clone(), shape), &dev());
+    let s2 = s.clone().detach().require_grad();
+    let y2 = reference::key_biased_softmax(s2.clone(), bias.clone()) * mask;
+    let g2 = probe(y2.clone(), shape).backward();
+    close("dropout forward", &ad_values(y1.clone()), &ad_values(y2), 1e-6);
+    close("dropout dscores", &grad_values(&s, &g1), &grad_values(&s2, &g2), 1e-5);
+    let scale = 1.0 / (1.0 - prob as f32);
+    assert!(mask_host.iter().all(|&m| m == 0.0 || m == scale), "mask values are 0 or 1/(1-p)");
+    let dropped = mask_host.iter().filter(|&&m| m == 0.0).count();
+    assert!(dropped > 0 && dropped < n, "some kept, some dropped: {dropped} of {n}");
+
+    // The mask keeps 1 - p of a large tensor and differs between seeds.
+    let big = dropout_mask(seed, 1 << 20, 0.2);
+    let kept = big.iter().filter(|&&m| m > 0.0).count() as f64 / big.len() as f64;
+    assert!((kept - 0.8).abs() < 0.002, "kept fraction {kept}, want 0.8");
+    let other = dropout_mask(seed + 1, 1 << 20, 0.2);
+    let same = big.iter().zip(&other).filter(|(a, b)| (**a > 0.0) == (**b > 0.0)).count() as f64 / big.len() as f64;
+    assert!((same - 0.68).abs() < 0.01, "masks of two seeds agree on {same}, want 0.8^2 + 0.2^2 = 0.68");
+
+    // Unseeded, each call draws a new seed from the backend's random stream (the stream is
+    // process-wide and other tests draw from it, so only the mask's form is checked here).
+    let probs = values(reference::key_biased_softmax(s.clone().inner(), bias.clone().inner()));
+    let draw = || ad_values(ops::key_biased_softmax_dropout(s.clone().detach(), bias.clone(), prob));
+    let (a, b) = (draw(), draw());
+    for out in [&a, &b] {
+        for (o, p) in out.iter().zip(&probs) {
+            assert!(*o == 0.0 || (o - p * scale).abs() <= 1e-6 * scale, "dropped output {o} of probability {p}");
+        }
+    }
+    assert_ne!(a, b, "two draws, two masks");
+
+    // Without autodiff (inference) there is no dropout.
+    let plain = ops::key_biased_softmax_dropout(s.clone().inner(), bias.clone().inner(), prob);
+    close(
+        "no dropout at inference",
+        &values(plain),
+        &values(reference::key_biased_softmax(s.inner(), bias.inner())),
+        1e-6,
+    );
 }
 
 /// The transformer baseline's own forward (linear_rows + kernels) equals Burn's
