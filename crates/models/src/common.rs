@@ -15,15 +15,24 @@ pub fn mask_to<B: Backend, const D: usize>(mask: Tensor<B, D, Bool>, dtype: DTyp
     mask.cast(FloatDType::from(dtype))
 }
 
+/// A `Linear` applied to the rows of `x` through [`Kernels::dense`] (on the host: no
+/// zero-filled buffers, bias and its gradient on every thread).
+///
+/// # Shapes
+/// - x: `[rows, in]` -> `[rows, out]`
+pub fn linear<B: Kernels>(linear: &Linear<B>, x: Tensor<B, 2>) -> Tensor<B, 2> {
+    crate::kernels::ops::linear(x, linear.weight.val(), linear.bias.as_ref().map(|b| b.val()))
+}
+
 /// A `Linear` applied to `[batch, time, in]` as one `[batch * time, in]` matrix product: Burn
 /// differentiates a 3-D `linear` into per-sample weight gradients summed over the batch (64
 /// small products and a reduction); flattened, the weight gradient is a single product.
 ///
 /// # Shapes
 /// - x: `[batch, time, in]` -> `[batch, time, out]`
-pub fn linear_rows<B: Backend>(linear: &Linear<B>, x: Tensor<B, 3>) -> Tensor<B, 3> {
+pub fn linear_rows<B: Kernels>(layer: &Linear<B>, x: Tensor<B, 3>) -> Tensor<B, 3> {
     let [b, t, c] = x.dims();
-    let y = linear.forward(x.reshape([b * t, c]));
+    let y = linear(layer, x.reshape([b * t, c]));
     let out = y.dims()[1];
     y.reshape([b, t, out])
 }
@@ -214,7 +223,9 @@ impl<B: Kernels> SelfAttention<B> {
         // matrix product) so no activation is sliced; heads split/merged by `kernels`.
         let rows = x.reshape([b * t, d]);
         let w = self.qkv.weight.val(); // [d, 3d]
-        let part = |i: usize| rows.clone().matmul(w.clone().narrow(1, i * d, d)).reshape([b, t, d]);
+        let part = |i: usize| {
+            crate::kernels::ops::linear(rows.clone(), w.clone().narrow(1, i * d, d), None).reshape([b, t, d])
+        };
         let q = crate::kernels::ops::split_heads(part(0), h); // [B, H, T, hd]
         let kt = crate::kernels::ops::split_heads_transposed(part(1), h); // [B, H, hd, T]
         let v = crate::kernels::ops::split_heads(part(2), h);
@@ -222,6 +233,6 @@ impl<B: Kernels> SelfAttention<B> {
         let bias = mask_to(pad_mask, scores.dtype()).mul_scalar(-1e4); // [B, T]
         let attn = crate::kernels::ops::key_biased_softmax_dropout(scores, bias, self.dropout.prob);
         let out = crate::kernels::ops::merge_heads(attn.matmul(v)).reshape([b * t, d]);
-        self.proj.forward(out).reshape([b, t, d])
+        linear(&self.proj, out).reshape([b, t, d])
     }
 }

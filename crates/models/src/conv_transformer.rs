@@ -191,7 +191,7 @@ impl<B: Kernels> ConvTransformer<B> {
         let h = self.encode(x, pad_mask.clone());
         let pooled = masked_mean(h, pad_mask);
         let pooled = if self.late_dropout_enabled { self.late_dropout.forward(pooled) } else { pooled };
-        self.classifier.forward(pooled)
+        crate::common::linear(&self.classifier, pooled)
     }
 
     /// The per-frame head: `top` and the classifier on every frame (no pooling, stride 1; late

@@ -77,7 +77,7 @@ impl<B: Kernels> SignGru<B> {
     /// - output: logits `[batch, classes]`
     pub fn forward(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 2> {
         let h = self.encode(x, pad_mask.clone());
-        self.classifier.forward(self.dropout.forward(masked_mean(h, pad_mask)))
+        crate::common::linear(&self.classifier, self.dropout.forward(masked_mean(h, pad_mask)))
     }
 
     /// The per-frame head: the classifier on both directions' states at every frame (no

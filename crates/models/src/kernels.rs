@@ -227,6 +227,56 @@ pub trait Kernels: Backend {
         unwrap(x.swap_dims(1, 2))
     }
 
+    /// A linear layer, `x w (+ bias)` for the rows of `x`: Burn's `linear` on a 2-D input (named
+    /// `dense` because every backend already has a `ModuleOps::linear`). On the host the bias is
+    /// written first and the product accumulated onto it, with no zero-filled buffers
+    /// ([`crate::host_gemm`]); its backward skips the gradients nobody asked for.
+    ///
+    /// # Shapes
+    /// - x: `[rows, in]`, w: `[in, out]`, bias: `[out]` -> `[rows, out]`
+    fn dense(x: FloatTensor<Self>, w: FloatTensor<Self>, bias: Option<FloatTensor<Self>>) -> FloatTensor<Self> {
+        let (x, w, bias) = (wrap::<Self, 2>(x), wrap::<Self, 2>(w), bias.map(wrap::<Self, 1>));
+        let [n, k] = x.dims();
+        let m = w.dims()[1];
+        if host_ok(&x) && host_ok(&w) && bias.as_ref().is_none_or(host_ok) && w.dims()[0] == k {
+            let device = x.device();
+            let (xd, wd, bd) = (host_data(x), host_data(w), bias.map(host_data));
+            let out = crate::host_gemm::linear(xd.f32(), wd.f32(), bd.as_ref().map(HostData::f32), n, k, m);
+            return host_tensor::<Self, _>(out, [n, m], &device);
+        }
+        unwrap(burn::tensor::module::linear(x, w, bias))
+    }
+
+    /// Gradients of [`Kernels::dense`] with respect to `x`, `w` and the bias, each computed only
+    /// where `wanted` (in that order) asks for it.
+    fn dense_backward(
+        x: FloatTensor<Self>,
+        w: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+        wanted: [bool; 3],
+    ) -> [Option<FloatTensor<Self>>; 3] {
+        let (x, w, g) = (wrap::<Self, 2>(x), wrap::<Self, 2>(w), wrap::<Self, 2>(grad));
+        let ([n, k], m) = (x.dims(), w.dims()[1]);
+        if host_ok(&x) && host_ok(&w) && host_ok(&g) {
+            let device = x.device();
+            let (xd, wd, gd) = (host_data(x), host_data(w), host_data(g));
+            let gx = wanted[0].then(|| crate::host_gemm::linear_grad_x(gd.f32(), wd.f32(), n, k, m));
+            let gw = wanted[1].then(|| crate::host_gemm::linear_grad_w(xd.f32(), gd.f32(), n, k, m));
+            let gb = wanted[2].then(|| crate::host_gemm::linear_grad_bias(gd.f32(), n, m));
+            return [
+                gx.map(|v| host_tensor::<Self, _>(v, [n, k], &device)),
+                gw.map(|v| host_tensor::<Self, _>(v, [k, m], &device)),
+                gb.map(|v| host_tensor::<Self, _>(v, [m], &device)),
+            ];
+        }
+        let (x, w, g) = (unwrap(x), unwrap(w), unwrap(g));
+        [
+            wanted[0].then(|| Self::linear_x_backward(w, g.clone())),
+            wanted[1].then(|| Self::linear_weight_backward(x, g.clone())),
+            wanted[2].then(|| Self::linear_bias_backward(g)),
+        ]
+    }
+
     /// Per-channel mean and biased variance over the rows of `x` (`[rows, C]` -> `[2, C]`).
     /// Not differentiable on its own: [`Kernels::channel_norm`]'s backward accounts for it.
     fn channel_stats(x: FloatTensor<Self>) -> FloatTensor<Self> {
@@ -598,6 +648,41 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
         }
     }
 
+    fn dense(x: FloatTensor<Self>, w: FloatTensor<Self>, bias: Option<FloatTensor<Self>>) -> FloatTensor<Self> {
+        /// The backward step, with `N` = 3 parents (input, weight, bias) or 2 (no bias).
+        #[derive(Debug)]
+        struct Linear<const N: usize>;
+        impl<B: Kernels, const N: usize> Backward<B, N> for Linear<N> {
+            type State = (FloatTensor<B>, FloatTensor<B>);
+            fn backward(self, ops: Ops<Self::State, N>, grads: &mut Gradients, _: &mut Checkpointer) {
+                let grad = grads.consume::<B>(&ops.node);
+                let (x, w) = ops.state;
+                let mut wanted = [false; 3];
+                ops.parents.iter().zip(&mut wanted).for_each(|(p, want)| *want = p.is_some());
+                for (parent, g) in ops.parents.into_iter().zip(B::dense_backward(x, w, grad, wanted)) {
+                    if let (Some(node), Some(g)) = (parent, g) {
+                        grads.register::<B>(node.id, g);
+                    }
+                }
+            }
+        }
+        macro_rules! record {
+            ($op:expr, $parents:expr, $bias:expr) => {
+                match $op.prepare::<C>($parents).compute_bound().stateful() {
+                    OpsKind::Tracked(prep) => {
+                        let out = B::dense(x.primitive.clone(), w.primitive.clone(), $bias);
+                        prep.finish((x.primitive, w.primitive), out)
+                    }
+                    OpsKind::UnTracked(prep) => prep.finish(B::dense(x.primitive, w.primitive, $bias)),
+                }
+            };
+        }
+        match bias {
+            Some(b) => record!(Linear::<3>, [x.node.clone(), w.node.clone(), b.node.clone()], Some(b.primitive)),
+            None => record!(Linear::<2>, [x.node.clone(), w.node.clone()], None),
+        }
+    }
+
     fn channel_stats(x: FloatTensor<Self>) -> FloatTensor<Self> {
         <Self as burn::tensor::backend::AutodiffBackend>::from_inner(B::channel_stats(x.primitive))
     }
@@ -686,6 +771,11 @@ pub mod ops {
         seed: u64,
     ) -> Tensor<B, 4> {
         wrap(B::key_biased_softmax_dropout(unwrap(scores), unwrap(bias), prob, Some(seed)))
+    }
+
+    /// See [`Kernels::dense`].
+    pub fn linear<B: Kernels>(x: Tensor<B, 2>, w: Tensor<B, 2>, bias: Option<Tensor<B, 1>>) -> Tensor<B, 2> {
+        wrap(B::dense(unwrap(x), unwrap(w), bias.map(unwrap)))
     }
 
     /// See [`Kernels::split_heads`].

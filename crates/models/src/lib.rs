@@ -30,6 +30,7 @@ pub mod conv_transformer;
 pub mod ctc;
 pub mod decode;
 pub mod gru;
+pub mod host_gemm;
 pub mod kernels;
 pub mod lexicon;
 pub mod precision;

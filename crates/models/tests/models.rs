@@ -883,3 +883,42 @@ fn ctc_outputs_ignore_padding_frames() {
     assert_eq!(ga, gb);
     assert!(ga[length * classes..].iter().all(|&v| v == 0.0));
 }
+
+#[test]
+fn linear_kernel_matches_burn_linear_forward_and_backward() {
+    use models::kernels::ops;
+    // A single row (batch-1 head), a small product on one thread, the reference stem's shape.
+    for [n, k, m] in [[1, 5, 3], [7, 4, 6], [4096, 192, 384]] {
+        for with_bias in [true, false] {
+            let (x, w, b) = (rand_ad([n, k]), rand_ad([k, m]), rand_ad([m]));
+            let bias = with_bias.then(|| b.clone());
+            let ours = ops::linear(x.clone(), w.clone(), bias.clone());
+            let g1 = probe(ours.clone(), [n, m]).backward();
+            let (x2, w2, b2) = (
+                x.clone().detach().require_grad(),
+                w.clone().detach().require_grad(),
+                b.clone().detach().require_grad(),
+            );
+            let theirs = burn::tensor::module::linear(x2.clone(), w2.clone(), with_bias.then(|| b2.clone()));
+            let g2 = probe(theirs.clone(), [n, m]).backward();
+            let name = format!("linear n{n} k{k} m{m} bias {with_bias}");
+            close(&format!("{name} forward"), &ad_values(ours), &ad_values(theirs), 1e-5);
+            close(&format!("{name} dx"), &grad_values(&x, &g1), &grad_values(&x2, &g2), 1e-5);
+            close(&format!("{name} dw"), &grad_values(&w, &g1), &grad_values(&w2, &g2), 1e-4);
+            if with_bias {
+                close(&format!("{name} dbias"), &grad_values(&b, &g1), &grad_values(&b2, &g2), 1e-4);
+            } else {
+                assert!(b.grad(&g1).is_none(), "{name}: an unused bias got a gradient");
+            }
+        }
+    }
+    // An input that needs no gradient (the stem's data) gets none and the weight's is unchanged;
+    // a strided weight view (a column block of a fused weight) reads and differentiates the same.
+    let (x, w) = (Tensor::<AD, 2>::random([9, 8], Distribution::Normal(0.0, 1.0), &dev()), rand_ad([8, 12]));
+    let block = |w: Tensor<AD, 2>| w.narrow(1, 4, 4);
+    let g1 = probe(ops::linear(x.clone(), block(w.clone()), None), [9, 4]).backward();
+    let w2 = w.clone().detach().require_grad();
+    let g2 = probe(x.clone().matmul(block(w2.clone())), [9, 4]).backward();
+    assert!(x.grad(&g1).is_none());
+    close("strided weight dw", &grad_values(&w, &g1), &grad_values(&w2, &g2), 1e-5);
+}
