@@ -88,7 +88,6 @@ impl Row {
             valid_cer: record.valid_sequences.map(|s| s.chosen().cer),
             valid_greedy_cer: record.valid_sequences.map(|s| s.greedy.cer),
             valid_nld: record.valid_sequences.map(|s| s.chosen().nld),
-            ..Self::default()
         }
     }
 

@@ -65,10 +65,11 @@ impl Optim {
 
     /// Write the optimizer state to `path`, atomically.
     pub fn save(&self, path: &Path) -> Result<()> {
-        Ok(match self {
+        match self {
             Self::AdamW(o) => bundle::weights::write_record::<TrainBackend, _>(o.to_record(), path)?,
             Self::Sgd(o) => bundle::weights::write_record::<TrainBackend, _>(o.to_record(), path)?,
-        })
+        }
+        Ok(())
     }
 
     /// Load the state saved by [`Optim::save`] (the optimizer kind must match).

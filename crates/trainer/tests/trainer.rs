@@ -1297,7 +1297,7 @@ fn out_of_memory_continues_from_the_checkpoint_with_half_the_micro_batch() {
     // halved, the epoch's last step takes the one micro-batch left, so the schedule (steps per
     // epoch) and each step's sequences stay.
     let n = clean.train_samples;
-    let b = (10..40).step_by(2).find(|b| n % b != 0 && n % b <= b / 2).unwrap();
+    let b = (10..40).step_by(2).find(|b| !n.is_multiple_of(*b) && n % b <= b / 2).unwrap();
     let batch = format!("training.batch_size={b}");
     let clean_b = train_in(tmp.path(), "clean-b", learnable(tmp.path(), &[&batch, "training.drop_last=false"]));
     assert_eq!(clean_b.steps, 12 * n.div_ceil(b), "the partial batch is a step of its own");
@@ -2041,7 +2041,7 @@ fn ctc_trains_on_the_fingerspelling_layout_with_a_character_lexicon() {
     assert_eq!(card.labels, ["<blank>", " ", "a", "b", "c"]);
     assert_eq!(ctc.lexicon, words);
     // A classification run on it is refused with what to set.
-    let err = run(smoke(tmp.path(), &[&sets[0]]), RunOptions::default()).unwrap_err().to_string();
+    let err = run(smoke(tmp.path(), &[sets[0]]), RunOptions::default()).unwrap_err().to_string();
     assert!(err.contains("task = \"ctc\""), "{err}");
 }
 
