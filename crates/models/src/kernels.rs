@@ -499,6 +499,42 @@ fn pair_op<B: Kernels, C: CheckpointStrategy>(
     }
 }
 
+/// The backward step of a one-input op that only rearranges its input's elements (the head
+/// split and merge, the row transpose): the gradient goes through the inverse rearrangement,
+/// given what it needs (`S`, saved as the op's state).
+struct RearrangeOp<B: Backend, S>(fn(FloatTensor<B>, S) -> FloatTensor<B>);
+
+impl<B: Backend, S> core::fmt::Debug for RearrangeOp<B, S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("RearrangeOp")
+    }
+}
+
+impl<B: Kernels, S: Clone + Send + core::fmt::Debug + 'static> Backward<B, 1> for RearrangeOp<B, S> {
+    type State = S;
+    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [px] = ops.parents;
+        let grad = grads.consume::<B>(&ops.node);
+        if let Some(node) = px {
+            grads.register::<B>(node.id, (self.0)(grad, ops.state));
+        }
+    }
+}
+
+/// Records a rearranging op with Burn's autodiff: `forward` runs on the inner backend now,
+/// `inverse(grad, state)` is its backward.
+fn rearrange_op<B: Kernels, C: CheckpointStrategy, S: Clone + Send + core::fmt::Debug + 'static>(
+    x: FloatTensor<Autodiff<B, C>>,
+    forward: impl FnOnce(FloatTensor<B>) -> FloatTensor<B>,
+    inverse: fn(FloatTensor<B>, S) -> FloatTensor<B>,
+    state: S,
+) -> FloatTensor<Autodiff<B, C>> {
+    match RearrangeOp(inverse).prepare::<C>([x.node.clone()]).compute_bound().stateful() {
+        OpsKind::Tracked(prep) => prep.finish(state, forward(x.primitive)),
+        OpsKind::UnTracked(prep) => prep.finish(forward(x.primitive)),
+    }
+}
+
 impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
     fn causal_dwconv(x: FloatTensor<Self>, w: FloatTensor<Self>) -> FloatTensor<Self> {
         pair_op::<B, C>(x, w, B::causal_dwconv, B::causal_dwconv_backward)
@@ -591,61 +627,16 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
     }
 
     fn split_heads(x: FloatTensor<Self>, heads: usize) -> FloatTensor<Self> {
-        #[derive(Debug)]
-        struct Split;
-        impl<B: Kernels> Backward<B, 1> for Split {
-            type State = ();
-            fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
-                let [px] = ops.parents;
-                let grad = grads.consume::<B>(&ops.node);
-                if let Some(node) = px {
-                    grads.register::<B>(node.id, B::merge_heads(grad));
-                }
-            }
-        }
-        match Split.prepare::<C>([x.node.clone()]).compute_bound().stateful() {
-            OpsKind::Tracked(prep) => prep.finish((), B::split_heads(x.primitive, heads)),
-            OpsKind::UnTracked(prep) => prep.finish(B::split_heads(x.primitive, heads)),
-        }
+        rearrange_op::<B, C, _>(x, |x| B::split_heads(x, heads), |grad, ()| B::merge_heads(grad), ())
     }
 
     fn merge_heads(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        #[derive(Debug)]
-        struct Merge;
-        impl<B: Kernels> Backward<B, 1> for Merge {
-            type State = usize;
-            fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
-                let [px] = ops.parents;
-                let grad = grads.consume::<B>(&ops.node);
-                if let Some(node) = px {
-                    grads.register::<B>(node.id, B::split_heads(grad, ops.state));
-                }
-            }
-        }
         let heads = wrap::<B, 4>(x.primitive.clone()).dims()[1];
-        match Merge.prepare::<C>([x.node.clone()]).compute_bound().stateful() {
-            OpsKind::Tracked(prep) => prep.finish(heads, B::merge_heads(x.primitive)),
-            OpsKind::UnTracked(prep) => prep.finish(B::merge_heads(x.primitive)),
-        }
+        rearrange_op::<B, C, _>(x, B::merge_heads, B::split_heads, heads)
     }
 
     fn transpose_rows(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        #[derive(Debug)]
-        struct Transpose;
-        impl<B: Kernels> Backward<B, 1> for Transpose {
-            type State = ();
-            fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
-                let [px] = ops.parents;
-                let grad = grads.consume::<B>(&ops.node);
-                if let Some(node) = px {
-                    grads.register::<B>(node.id, B::transpose_rows(grad));
-                }
-            }
-        }
-        match Transpose.prepare::<C>([x.node.clone()]).compute_bound().stateful() {
-            OpsKind::Tracked(prep) => prep.finish((), B::transpose_rows(x.primitive)),
-            OpsKind::UnTracked(prep) => prep.finish(B::transpose_rows(x.primitive)),
-        }
+        rearrange_op::<B, C, _>(x, B::transpose_rows, |grad, ()| B::transpose_rows(grad), ())
     }
 
     fn dense(x: FloatTensor<Self>, w: FloatTensor<Self>, bias: Option<FloatTensor<Self>>) -> FloatTensor<Self> {
