@@ -1,5 +1,5 @@
 //! Element-wise functions of the eval graph on host slices (SiLU, the logistic sigmoid, a row
-//! softmax) over [`models::simd::exp`], each built a second time for AVX2 and chosen at run time
+//! softmax) over [`models::simd::exp`], each built again for AVX2 and AVX-512 and chosen at run time
 //! ([`models::multiversion!`]).
 
 use models::multiversion;
@@ -7,14 +7,14 @@ use models::simd::exp;
 
 multiversion!(
     /// `x * sigmoid(x)` in place.
-    pub fn silu / silu_avx2(x: &mut [f32]) {
+    pub fn silu(x: &mut [f32]) {
         x.iter_mut().for_each(|v| *v /= 1.0 + exp(-*v));
     }
 );
 
 multiversion!(
     /// `1 / (1 + e^-x)` in place.
-    pub fn sigmoid / sigmoid_avx2(x: &mut [f32]) {
+    pub fn sigmoid(x: &mut [f32]) {
         x.iter_mut().for_each(|v| *v = 1.0 / (1.0 + exp(-*v)));
     }
 );

@@ -247,7 +247,7 @@ fn valid_mean(seq: &[f32], n: usize, c: usize) -> Vec<f32> {
 models::multiversion!(
     /// One output frame of the depthwise conv: `o = shift + sum_j taps[j] * x[j]` over the
     /// channels, for the `x.len() / o.len()` frames of `x` and the matching rows of `taps`.
-    fn dwconv_frame / dwconv_frame_avx2(o: &mut [f32], shift: &[f32], taps: &[f32], x: &[f32]) {
+    fn dwconv_frame(o: &mut [f32], shift: &[f32], taps: &[f32], x: &[f32]) {
         let c = o.len();
         o.copy_from_slice(shift);
         for (w, v) in taps.chunks_exact(c).zip(x.chunks_exact(c)) {

@@ -183,9 +183,9 @@ fn quantize_row(x: &[f32], q: &mut [u8]) -> RowQuant {
 }
 
 models::multiversion!(
-    /// `q = clamp(round(x / scale + zero), 0, QMAX_X)` (with AVX2, `round` is one instruction
+    /// `q = clamp(round(x / scale + zero), 0, QMAX_X)` (with AVX2 or AVX-512, `round` is one instruction
     /// instead of a libm call per value).
-    fn quantize_into / quantize_into_avx2(q: &mut [u8], x: &[f32], inv: f32, zero: f32) {
+    fn quantize_into(q: &mut [u8], x: &[f32], inv: f32, zero: f32) {
         for (q, v) in q.iter_mut().zip(x) {
             *q = (v * inv + zero).round().clamp(0.0, QMAX_X) as u8;
         }

@@ -914,7 +914,7 @@ pub mod reference {
 }
 
 /// The host loops: contiguous rows of `C` floats, rows split over rayon's threads. Row work is
-/// written as slice zips so the compiler vectorizes it, and built for AVX2 too
+/// written as slice zips so the compiler vectorizes it, and built for AVX2 and AVX-512 too
 /// ([`crate::multiversion!`]).
 mod host {
     use rayon::prelude::*;
@@ -963,7 +963,7 @@ mod host {
 
     multiversion!(
         /// `out += a * b` element-wise.
-        fn axpy / axpy_avx2(out: &mut [f32], a: &[f32], b: &[f32]) {
+        fn axpy(out: &mut [f32], a: &[f32], b: &[f32]) {
             for ((o, a), b) in out.iter_mut().zip(a).zip(b) {
                 *o += a * b;
             }
@@ -972,7 +972,7 @@ mod host {
 
     multiversion!(
         /// `out += a * b` element-wise, accumulated in f64.
-        fn axpy64 / axpy64_avx2(out: &mut [f64], a: &[f32], b: &[f32]) {
+        fn axpy64(out: &mut [f64], a: &[f32], b: &[f32]) {
             for ((o, a), b) in out.iter_mut().zip(a).zip(b) {
                 *o += (a * b) as f64;
             }
@@ -981,7 +981,7 @@ mod host {
 
     multiversion!(
         /// `o = x * sigmoid(x)`.
-        fn silu_row / silu_row_avx2(o: &mut [f32], x: &[f32]) {
+        fn silu_row(o: &mut [f32], x: &[f32]) {
             for (o, v) in o.iter_mut().zip(x) {
                 *o = v / (1.0 + exp(-v));
             }
@@ -990,7 +990,7 @@ mod host {
 
     multiversion!(
         /// `o = g * s * (1 + x * (1 - s))` with `s = sigmoid(x)`.
-        fn silu_backward_row / silu_backward_row_avx2(o: &mut [f32], x: &[f32], g: &[f32]) {
+        fn silu_backward_row(o: &mut [f32], x: &[f32], g: &[f32]) {
             for ((o, v), g) in o.iter_mut().zip(x).zip(g) {
                 let s = 1.0 / (1.0 + exp(-v));
                 *o = g * s * (1.0 + v * (1.0 - s));
@@ -1000,7 +1000,7 @@ mod host {
 
     multiversion!(
         /// `o = x * s + h` per channel.
-        fn scale_shift / scale_shift_avx2(o: &mut [f32], x: &[f32], s: &[f32], h: &[f32]) {
+        fn scale_shift(o: &mut [f32], x: &[f32], s: &[f32], h: &[f32]) {
             for (((o, v), s), h) in o.iter_mut().zip(x).zip(s).zip(h) {
                 *o = v * s + h;
             }
@@ -1171,7 +1171,7 @@ mod host {
 
     multiversion!(
         /// `o = y * mask` for the elements starting at index `first`.
-        fn dropout_row / dropout_row_avx2(o: &mut [f32], y: &[f32], first: u32, keep: &Keep) {
+        fn dropout_row(o: &mut [f32], y: &[f32], first: u32, keep: &Keep) {
             for (j, (o, y)) in o.iter_mut().zip(y).enumerate() {
                 *o = y * keep.factor(first.wrapping_add(j as u32));
             }
@@ -1180,13 +1180,7 @@ mod host {
 
     multiversion!(
         /// Gradient of `dropout(softmax)` for one row: `y * (gm - sum(gm * y))`, `gm = g * mask`.
-        fn softmax_dropout_backward_row / softmax_dropout_backward_row_avx2(
-            o: &mut [f32],
-            y: &[f32],
-            g: &[f32],
-            first: u32,
-            keep: &Keep,
-        ) {
+        fn softmax_dropout_backward_row(o: &mut [f32], y: &[f32], g: &[f32], first: u32, keep: &Keep) {
             for (j, (o, g)) in o.iter_mut().zip(g).enumerate() {
                 *o = g * keep.factor(first.wrapping_add(j as u32));
             }

@@ -1,6 +1,6 @@
 //! Host loops over `f32` slices that the compiler vectorizes: a polynomial [`exp`] (instead of a
-//! libm call per element) and [`multiversion!`](crate::multiversion), which compiles a loop a
-//! second time for AVX2 and picks the build at run time (the workspace targets generic x86-64,
+//! libm call per element) and [`multiversion!`](crate::multiversion), which compiles a loop
+//! again for AVX2 and AVX-512 and picks the build at run time (the workspace targets generic x86-64,
 //! whose loops are 4 floats wide). The training kernels ([`crate::kernels`]) and the eval graph
 //! (`engine`) both use them.
 
@@ -42,29 +42,37 @@ pub fn exp(x: f32) -> f32 {
     }
 }
 
-/// A host loop defined once and compiled twice: for AVX2 (chosen at run time where the CPU has
-/// it, so the compiler vectorizes it 8 floats wide) and for the generic x86-64 target.
+/// A host loop defined once and compiled three times: for AVX-512F and for AVX2 (each chosen at
+/// run time where the CPU has it, so the compiler vectorizes the loop 16 or 8 floats wide) and
+/// for the generic x86-64 target. The builds differ only in vector width: without fast-math the
+/// compiler keeps every operation and its order, so all three give the same bits.
 #[macro_export]
 macro_rules! multiversion {
-    ($(#[$doc:meta])* $vis:vis fn $name:ident / $avx2:ident ($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
+    ($(#[$doc:meta])* $vis:vis fn $name:ident ($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
         $(#[$doc])*
         $vis fn $name($($arg: $ty),*) $(-> $ret)? {
             #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU has AVX2 (checked just above).
-                return unsafe { $avx2($($arg),*) };
+            {
+                #[target_feature(enable = "avx512f")]
+                unsafe fn avx512($($arg: $ty),*) $(-> $ret)? $body
+                #[target_feature(enable = "avx2")]
+                unsafe fn avx2($($arg: $ty),*) $(-> $ret)? $body
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the CPU has AVX-512F (checked just above).
+                    return unsafe { avx512($($arg),*) };
+                }
+                if std::arch::is_x86_feature_detected!("avx2") {
+                    // SAFETY: the CPU has AVX2 (checked just above).
+                    return unsafe { avx2($($arg),*) };
+                }
             }
             $body
         }
-
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx2")]
-        unsafe fn $avx2($($arg: $ty),*) $(-> $ret)? $body
     };
 }
 multiversion!(
     /// `e^(x - max)` in place (`max`: the row's maximum, so every value is at most 1).
-    fn exp_shifted / exp_shifted_avx2(x: &mut [f32], max: f32) {
+    fn exp_shifted(x: &mut [f32], max: f32) {
         x.iter_mut().for_each(|v| *v = exp(*v - max));
     }
 );
@@ -72,7 +80,7 @@ multiversion!(
 multiversion!(
     /// `sum(a[i] * b[i])` over the shorter length, in 8 interleaved partial sums: a plain
     /// running sum fixes the order of additions, so the compiler cannot vectorize it.
-    pub fn dot / dot_avx2(a: &[f32], b: &[f32]) -> f32 {
+    pub fn dot(a: &[f32], b: &[f32]) -> f32 {
         let n = a.len().min(b.len());
         let (a, b) = (&a[..n], &b[..n]);
         let mut acc = [0.0f32; 8];
