@@ -145,14 +145,12 @@ impl EvalConvBlock {
     /// Causal depthwise conv with the norm folded in: frame `ti` sees frames `ti-k+1 ..= ti`.
     fn dwconv(&self, x: &[f32], t: usize, c: usize) -> Vec<f32> {
         let k = self.kernel;
-        let mut out = vec![0.0f32; x.len()];
-        out.par_chunks_mut(c).with_min_len(64).enumerate().for_each(|(row, o)| {
+        models::par::fill_rows(x.len(), c, |row, o| {
             let (bi, ti) = (row / t, row % t);
             let first = (k - 1).saturating_sub(ti);
             let src = (bi * t + ti + first + 1 - k) * c;
             dwconv_frame(o, &self.shift, &self.taps[first * c..], &x[src..src + (k - first) * c]);
-        });
-        out
+        })
     }
 
     /// ECA: sigmoid of a channel conv over the valid frames' mean, multiplied into every frame.

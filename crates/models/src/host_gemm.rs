@@ -10,11 +10,10 @@
 
 use rayon::prelude::*;
 
+use crate::par::{fill_rows, PARALLEL_ELEMS};
+
 /// Below this many multiply-adds a product runs on the calling thread (Flex's own threshold).
 const PARALLEL_MACS: usize = 192 * 192 * 192;
-
-/// Below this many floats of gradient the bias sums run on the calling thread.
-const PARALLEL_SUM_ELEMS: usize = 1 << 15;
 
 /// A row-major `rows x cols` matrix or a strided view of one: `(data, row stride, column stride)`.
 type View<'a> = (&'a [f32], isize, isize);
@@ -23,26 +22,15 @@ type View<'a> = (&'a [f32], isize, isize);
 /// (`init` is one row of `n` values written into every output row first: the bias).
 fn product(m: usize, n: usize, k: usize, lhs: View, rhs: View, init: Option<&[f32]>) -> Vec<f32> {
     let len = m * n;
-    let mut out: Vec<f32> = Vec::with_capacity(len);
+    let mut out = match init {
+        Some(row) => {
+            debug_assert_eq!(row.len(), n);
+            fill_rows(len, n, |_, o| o.copy_from_slice(&row[..o.len()]))
+        }
+        None => Vec::with_capacity(len),
+    };
     if len == 0 {
         return out;
-    }
-    if let Some(row) = init {
-        debug_assert_eq!(row.len(), n);
-        let spare = &mut out.spare_capacity_mut()[..len];
-        let fill = |chunk: &mut [std::mem::MaybeUninit<f32>]| {
-            for (o, v) in chunk.iter_mut().zip(row.iter().cycle()) {
-                o.write(*v);
-            }
-        };
-        if len < PARALLEL_SUM_ELEMS {
-            fill(spare);
-        } else {
-            let rows_per_task = (PARALLEL_SUM_ELEMS / 4 / n).max(1);
-            spare.par_chunks_mut(rows_per_task * n).for_each(fill);
-        }
-        // SAFETY: every one of the `len` elements was written just above.
-        unsafe { out.set_len(len) };
     }
     let parallelism = if m.saturating_mul(n).saturating_mul(k) >= PARALLEL_MACS && rayon::current_num_threads() > 1 {
         gemm::Parallelism::Rayon(0)
@@ -125,7 +113,7 @@ pub fn linear_grad_bias(dy: &[f32], n: usize, m: usize) -> Vec<f32> {
         a
     };
     const BLOCK_ROWS: usize = 64;
-    let sums = if dy.len() < PARALLEL_SUM_ELEMS {
+    let sums = if dy.len() < PARALLEL_ELEMS {
         dy.chunks(BLOCK_ROWS * m).map(|c| widen(block(c))).fold(vec![0.0; m], add)
     } else {
         dy.par_chunks(BLOCK_ROWS * m).map(|c| widen(block(c))).reduce(|| vec![0.0; m], add)

@@ -921,22 +921,8 @@ mod host {
 
     use super::NORM_EPS;
     use crate::multiversion;
+    use crate::par::{fill_rows, PARALLEL_ELEMS};
     use crate::simd::exp;
-
-    /// Below this many output floats a loop runs on the calling thread: handing a few rows to
-    /// rayon's pool costs more than it saves (batch-1 inference is mostly such calls).
-    const PAR_ELEMS: usize = 1 << 15;
-
-    /// Fills `out` row by row (`row` floats each) with `f(row_index, row)`, in parallel when large.
-    fn rows_mut(out: &mut [f32], row: usize, f: impl Fn(usize, &mut [f32]) + Sync + Send) {
-        let row = row.max(1);
-        if out.len() < PAR_ELEMS {
-            out.chunks_mut(row).enumerate().for_each(|(i, o)| f(i, o));
-        } else {
-            let min_rows = (PAR_ELEMS / 4 / row).max(1);
-            out.par_chunks_mut(row).with_min_len(min_rows).enumerate().for_each(|(i, o)| f(i, o));
-        }
-    }
 
     /// Sum of `f(task)` over `tasks` accumulators of `len` floats (f64), in parallel when large.
     fn sum_tasks(tasks: usize, len: usize, work: usize, f: impl Fn(usize, &mut [f64]) + Sync + Send) -> Vec<f64> {
@@ -944,7 +930,7 @@ mod host {
             a.iter_mut().zip(&b).for_each(|(a, b)| *a += b);
             a
         };
-        if work < PAR_ELEMS {
+        if work < PARALLEL_ELEMS {
             let mut acc = vec![0.0f64; len];
             (0..tasks).for_each(|i| f(i, &mut acc));
             return acc;
@@ -1008,8 +994,7 @@ mod host {
     );
 
     pub fn dwconv_forward(x: &[f32], w: &[f32], _b: usize, t: usize, c: usize, k: usize) -> Vec<f32> {
-        let mut out = vec![0.0f32; x.len()];
-        rows_mut(&mut out, c, |row, o| {
+        fill_rows(x.len(), c, |row, o| {
             let (bi, ti) = (row / t, row % t);
             let base = bi * t;
             // Input frame ti - k + 1 + j for j in j0..k (frames before 0 are zero padding).
@@ -1017,8 +1002,7 @@ mod host {
                 let src = base + ti + j + 1 - k;
                 axpy(o, &w[j * c..(j + 1) * c], &x[src * c..(src + 1) * c]);
             }
-        });
-        out
+        })
     }
 
     pub fn dwconv_backward(
@@ -1031,8 +1015,7 @@ mod host {
         k: usize,
     ) -> (Vec<f32>, Vec<f32>) {
         // dx[s] = sum_j w[j] * g[s + k - 1 - j] over output frames that exist.
-        let mut gx = vec![0.0f32; x.len()];
-        rows_mut(&mut gx, c, |row, o| {
+        let gx = fill_rows(x.len(), c, |row, o| {
             let (bi, si) = (row / t, row % t);
             let base = bi * t;
             for j in (si + k).saturating_sub(t)..k {
@@ -1056,27 +1039,21 @@ mod host {
 
     /// `y = x * sigmoid(x)`.
     pub fn silu(x: &[f32]) -> Vec<f32> {
-        let mut out = vec![0.0f32; x.len()];
-        rows_mut(&mut out, 1024, |r, o| silu_row(o, &x[r * 1024..]));
-        out
+        fill_rows(x.len(), 1024, |r, o| silu_row(o, &x[r * 1024..]))
     }
 
     /// `dx = g * s * (1 + x * (1 - s))` with `s = sigmoid(x)`.
     pub fn silu_backward(x: &[f32], g: &[f32]) -> Vec<f32> {
-        let mut out = vec![0.0f32; x.len()];
-        rows_mut(&mut out, 1024, |r, o| silu_backward_row(o, &x[r * 1024..], &g[r * 1024..]));
-        out
+        fill_rows(x.len(), 1024, |r, o| silu_backward_row(o, &x[r * 1024..], &g[r * 1024..]))
     }
 
     pub fn scale_channels(x: &[f32], gate: &[f32], _b: usize, t: usize, c: usize) -> Vec<f32> {
-        let mut out = vec![0.0f32; x.len()];
-        rows_mut(&mut out, c, |row, o| {
+        fill_rows(x.len(), c, |row, o| {
             let g = &gate[(row / t) * c..(row / t + 1) * c];
             for ((o, v), g) in o.iter_mut().zip(&x[row * c..(row + 1) * c]).zip(g) {
                 *o = v * g;
             }
-        });
-        out
+        })
     }
 
     /// `out[b, c] = sum_t a[b, t, c] * x[b, t, c]`.
@@ -1089,7 +1066,7 @@ mod host {
                 axpy(o, &a[r..r + c], &x[r..r + c]);
             }
         };
-        if work < PAR_ELEMS {
+        if work < PARALLEL_ELEMS {
             out.chunks_mut(c).enumerate().for_each(|(bi, o)| per_sample(bi, o));
         } else {
             out.par_chunks_mut(c).enumerate().for_each(|(bi, o)| per_sample(bi, o));
@@ -1100,8 +1077,7 @@ mod host {
     /// Softmax of each row of `k` scores plus the row's sample bias (`rows_per_sample` rows per
     /// sample).
     pub fn key_biased_softmax(s: &[f32], bias: &[f32], _b: usize, rows_per_sample: usize, k: usize) -> Vec<f32> {
-        let mut out = vec![0.0f32; s.len()];
-        rows_mut(&mut out, k, |row, o| {
+        fill_rows(s.len(), k, |row, o| {
             let bi = row / rows_per_sample;
             let br = &bias[bi * k..(bi + 1) * k];
             let mut max = f32::NEG_INFINITY;
@@ -1110,20 +1086,17 @@ mod host {
                 max = max.max(*o);
             }
             crate::simd::softmax_with_max(o, max);
-        });
-        out
+        })
     }
 
     pub fn softmax_backward(y: &[f32], g: &[f32], _rows: usize, k: usize) -> Vec<f32> {
-        let mut out = vec![0.0f32; y.len()];
-        rows_mut(&mut out, k, |row, o| {
+        fill_rows(y.len(), k, |row, o| {
             let (yr, gr) = (&y[row * k..(row + 1) * k], &g[row * k..(row + 1) * k]);
             let dot = crate::simd::dot(yr, gr);
             for ((o, y), g) in o.iter_mut().zip(yr).zip(gr) {
                 *o = y * (g - dot);
             }
-        });
-        out
+        })
     }
 
     /// A dropout keep mask: element `i` is kept (times `scale`) when `hash(i) < threshold`.
@@ -1193,45 +1166,37 @@ mod host {
 
     /// `y` times the dropout mask, rows of `k` (element indices run over all of `y`).
     pub fn dropout(y: &[f32], k: usize, keep: Keep) -> Vec<f32> {
-        let mut out = vec![0.0f32; y.len()];
-        rows_mut(&mut out, k, |row, o| dropout_row(o, &y[row * k..(row + 1) * k], (row * k) as u32, &keep));
-        out
+        fill_rows(y.len(), k, |row, o| dropout_row(o, &y[row * k..(row + 1) * k], (row * k) as u32, &keep))
     }
 
     /// Gradient of `dropout(softmax rows)` with respect to the scores, from the softmax `y`.
     pub fn softmax_dropout_backward(y: &[f32], g: &[f32], k: usize, keep: Keep) -> Vec<f32> {
-        let mut out = vec![0.0f32; y.len()];
-        rows_mut(&mut out, k, |row, o| {
+        fill_rows(y.len(), k, |row, o| {
             let r = row * k..(row + 1) * k;
             softmax_dropout_backward_row(o, &y[r.clone()], &g[r], (row * k) as u32, &keep)
-        });
-        out
+        })
     }
 
     /// `[a, b, c, d]` -> `[a, c, b, d]` (rows of `d` floats moved whole).
     pub fn permute_0213(x: &[f32], _a: usize, b: usize, c: usize, d: usize) -> Vec<f32> {
-        let mut out = vec![0.0f32; x.len()];
         // Output row (ai, ci, bi) of d floats comes from input row (ai, bi, ci).
-        rows_mut(&mut out, d, |row, o| {
+        fill_rows(x.len(), d, |row, o| {
             let (ai, rest) = (row / (c * b), row % (c * b));
             let (ci, bi) = (rest / b, rest % b);
             let src = ((ai * b + bi) * c + ci) * d;
             o.copy_from_slice(&x[src..src + d]);
-        });
-        out
+        })
     }
 
     /// `[a, r, c]` -> `[a, c, r]`: output row (ai, ci) of `r` floats gathers column ci of block ai.
     pub fn transpose_blocks(x: &[f32], _a: usize, r: usize, c: usize) -> Vec<f32> {
-        let mut out = vec![0.0f32; x.len()];
-        rows_mut(&mut out, r, |row, o| {
+        fill_rows(x.len(), r, |row, o| {
             let (ai, ci) = (row / c, row % c);
             let block = &x[ai * r * c..(ai + 1) * r * c];
             for (ri, o) in o.iter_mut().enumerate() {
                 *o = block[ri * c + ci];
             }
-        });
-        out
+        })
     }
 
     /// Per-channel sums of `f(row)` over all rows, in f64 for stable statistics.
@@ -1270,9 +1235,7 @@ mod host {
         let (_, scale) = inv_std_and_scale(stats, gamma, c);
         // y = x * scale + (beta - mean * scale)
         let shift: Vec<f32> = beta.iter().zip(mean).zip(&scale).map(|((b, m), s)| b - m * s).collect();
-        let mut out = vec![0.0f32; x.len()];
-        rows_mut(&mut out, c, |row, o| scale_shift(o, &x[row * c..(row + 1) * c], &scale, &shift));
-        out
+        fill_rows(x.len(), c, |row, o| scale_shift(o, &x[row * c..(row + 1) * c], &scale, &shift))
     }
 
     pub fn normalize_backward(
@@ -1296,8 +1259,7 @@ mod host {
         let nf = n.max(1) as f64;
         let mg: Vec<f32> = sum_g.iter().map(|s| (s / nf) as f32).collect();
         let mgx: Vec<f32> = sum_gx.iter().map(|s| (s / nf) as f32).collect();
-        let mut gx = vec![0.0f32; x.len()];
-        rows_mut(&mut gx, c, |row, o| {
+        let gx = fill_rows(x.len(), c, |row, o| {
             let (xr, gr) = (&x[row * c..(row + 1) * c], &g[row * c..(row + 1) * c]);
             for i in 0..c {
                 let xhat = (xr[i] - mean[i]) * inv[i];

@@ -33,6 +33,7 @@ pub mod gru;
 pub mod host_gemm;
 pub mod kernels;
 pub mod lexicon;
+pub mod par;
 pub mod precision;
 pub mod simd;
 pub mod transformer;
