@@ -319,24 +319,51 @@ impl EvalGraph {
     /// Class logits `[batch, classes]` of `x` (`[batch, frames, features]`), sequence `b`
     /// holding `valid[b]` frames followed by padding.
     pub fn logits(&self, x: &[f32], valid: &[usize], frames: usize) -> Result<Vec<f32>, EngineError> {
-        let h = self.encode(x, valid, frames)?;
         let c = self.top.outputs();
-        let pooled: Vec<f32> = valid
-            .iter()
-            .enumerate()
-            .flat_map(|(bi, &n)| valid_mean(&h[bi * frames * c..(bi + 1) * frames * c], n, c))
-            .collect();
+        let pooled = self.per_part(x, valid, frames, |part, v| {
+            let h = self.encode(part, v, frames);
+            (0..v.len()).flat_map(|bi| valid_mean(&h[bi * frames * c..(bi + 1) * frames * c], v[bi], c)).collect()
+        })?;
         Ok(self.classifier.forward(&pooled, valid.len()))
     }
 
     /// Per-frame logits `[batch, frames, classes]` (the CTC head).
     pub fn frame_logits(&self, x: &[f32], valid: &[usize], frames: usize) -> Result<Vec<f32>, EngineError> {
-        let h = self.encode(x, valid, frames)?;
-        Ok(self.classifier.forward(&h, valid.len() * frames))
+        self.per_part(x, valid, frames, |part, v| {
+            self.classifier.forward(&self.encode(part, v, frames), v.len() * frames)
+        })
     }
 
-    /// Stem, stages and `top`: `[batch * frames, 2 dim]`.
-    fn encode(&self, x: &[f32], valid: &[usize], frames: usize) -> Result<Vec<f32>, EngineError> {
+    /// `f(inputs, valid)` over parts of the batch, outputs concatenated in batch order, after the
+    /// shapes are checked. A batch of at least two sequences per rayon thread is cut into one
+    /// part per thread and the parts run side by side, each through the whole graph: every layer
+    /// then works on one thread's rows, which stay in that core's cache, instead of every
+    /// layer's product and loop being split over the threads and joined again (dozens of
+    /// fork-joins per batch). Smaller batches run as one part, split within each layer.
+    fn per_part(
+        &self,
+        x: &[f32],
+        valid: &[usize],
+        frames: usize,
+        f: impl Fn(&[f32], &[usize]) -> Vec<f32> + Sync,
+    ) -> Result<Vec<f32>, EngineError> {
+        self.check(x, valid, frames)?;
+        let threads = rayon::current_num_threads();
+        if threads < 2 || valid.len() < 2 * threads {
+            return Ok(f(x, valid));
+        }
+        let per = valid.len().div_ceil(threads);
+        let row = frames * self.features;
+        let parts: Vec<Vec<f32>> = valid
+            .par_chunks(per)
+            .enumerate()
+            .map(|(i, v)| f(&x[i * per * row..(i * per + v.len()) * row], v))
+            .collect();
+        Ok(parts.concat())
+    }
+
+    /// `x` holds `[batch, frames, features]` values and no sequence more valid frames than given.
+    fn check(&self, x: &[f32], valid: &[usize], frames: usize) -> Result<(), EngineError> {
         let b = valid.len();
         if x.len() != b * frames * self.features {
             return Err(EngineError::Shape(format!(
@@ -349,7 +376,12 @@ impl EvalGraph {
         if let Some((i, n)) = valid.iter().enumerate().find(|(_, &n)| n > frames) {
             return Err(EngineError::Shape(format!("sequence {i} has {n} valid frames, more than the {frames} given")));
         }
-        let rows = b * frames;
+        Ok(())
+    }
+
+    /// Stem, stages and `top` of checked inputs: `[batch * frames, 2 dim]`.
+    fn encode(&self, x: &[f32], valid: &[usize], frames: usize) -> Vec<f32> {
+        let rows = valid.len() * frames;
         let mut h = self.stem.forward(x, rows);
         for (stage, transformer) in self.transformer_blocks.iter().enumerate() {
             for block in &self.conv_blocks[stage * self.per_stage..(stage + 1) * self.per_stage] {
@@ -357,6 +389,6 @@ impl EvalGraph {
             }
             transformer.forward(&mut h, valid, frames);
         }
-        Ok(self.top.forward(&h, rows))
+        self.top.forward(&h, rows)
     }
 }

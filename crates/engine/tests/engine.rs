@@ -94,6 +94,33 @@ fn f32_graph_equals_burns_forward_with_padding() {
 }
 
 #[test]
+fn a_batch_split_over_threads_gives_the_logits_of_one_part() {
+    let (features, classes, frames) = (21, 9, 16);
+    let m = model(features, classes);
+    let (x, _, valid) = inputs(7, frames, features);
+    let host = values(x);
+    for weights in [Weights::F32, Weights::Int8] {
+        let graph = EvalGraph::new(&m, weights).unwrap();
+        let run = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| {
+                (graph.logits(&host, &valid, frames).unwrap(), graph.frame_logits(&host, &valid, frames).unwrap())
+            })
+        };
+        // One thread: the batch as one part. Three threads: parts of 3, 3 and 1 sequences.
+        let ((one, one_frames), (split, split_frames)) = (run(1), run(3));
+        for (a, b, what) in [(&one, &split, "logits"), (&one_frames, &split_frames, "frame logits")] {
+            assert_eq!(a.len(), b.len(), "{weights} {what}");
+            let scale = max_abs(a).max(1.0);
+            for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                assert!((x - y).abs() <= 1e-5 * scale, "{weights} {what} {i}: one part {x} vs split {y}");
+            }
+        }
+        assert_eq!(one.len(), 7 * classes);
+    }
+}
+
+#[test]
 fn int8_graph_stays_close_to_f32_and_is_smaller() {
     let (features, classes) = (40, 12);
     let m = model(features, classes);

@@ -109,8 +109,9 @@ pub struct PredictorOptions {
     /// be `Auto` or `F32`.
     pub int8: bool,
     /// On the CPU at f32, run conv-transformers through [`engine`]'s f32 eval graph (BatchNorm
-    /// folded, no autodiff or tensor dispatch: 1.8-2x Burn's forward at batch 64, logits equal
-    /// to it within float rounding). On by default; `false` keeps Burn's forward, the path the
+    /// folded, no autodiff or tensor dispatch, large batches split over the threads: faster than
+    /// Burn's forward, figures in docs/PERFORMANCE.md; logits equal to it within float
+    /// rounding). On by default; `false` keeps Burn's forward, the path the
     /// trainer's evaluation takes, for results equal to it to the last bit. Other devices,
     /// precisions and architectures always run Burn's forward.
     pub eval_graph: bool,
