@@ -120,7 +120,7 @@ impl BenchReport {
             "{} on {} ({}), {} with {} trainable parameters\n\
              shape: batch {} x {} frames x {} features, {} classes\n\
              train step   {:>9.1} ms  ({:.1} samples/s): forward {:.1} ms, backward {:.1} ms, optimizer {:.1} ms\n\
-             infer batch 1  p50 {:.2} ms, p90 {:.2} ms\n\
+             infer batch 1  p50 {}, p90 {}\n\
              infer batch {}  {:.1} ms ({:.1} samples/s)\n{}",
             self.framework,
             self.device,
@@ -136,20 +136,20 @@ impl BenchReport {
             self.forward_ms,
             self.backward_ms,
             self.optimizer_ms,
-            self.infer_b1_p50_ms,
-            self.infer_b1_p90_ms,
+            ms(self.infer_b1_p50_ms),
+            ms(self.infer_b1_p90_ms),
             self.batch,
             self.infer_batch_ms,
             self.infer_batch_samples_per_s,
             self.graph.as_ref().map_or(String::new(), |g| format!(
-                "eval graph f32   batch 1 p50 {:.2} ms, batch {} {:.1} samples/s ({:.2} MB of parameters)\n\
-                 eval graph int8  batch 1 p50 {:.2} ms (p90 {:.2}), batch {} {:.1} samples/s ({:.2} MB of parameters)\n",
-                g.graph_f32_b1_p50_ms,
+                "eval graph f32   batch 1 p50 {}, batch {} {:.1} samples/s ({:.2} MB of parameters)\n\
+                 eval graph int8  batch 1 p50 {} (p90 {}), batch {} {:.1} samples/s ({:.2} MB of parameters)\n",
+                ms(g.graph_f32_b1_p50_ms),
                 self.batch,
                 g.graph_f32_batch_samples_per_s,
                 g.graph_f32_bytes as f64 / 1e6,
-                g.int8_b1_p50_ms,
-                g.int8_b1_p90_ms,
+                ms(g.int8_b1_p50_ms),
+                ms(g.int8_b1_p90_ms),
                 self.batch,
                 g.int8_batch_samples_per_s,
                 g.int8_bytes as f64 / 1e6,
@@ -214,6 +214,16 @@ fn median(mut v: Vec<f64>) -> f64 {
         return f64::NAN;
     }
     v[v.len() / 2]
+}
+
+/// A latency for the report: `2.71 ms`, or "not measured" (`--latency-runs 0` leaves no runs, and
+/// [`percentile`] of none is NaN).
+fn ms(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:.2} ms")
+    } else {
+        "not measured".into()
+    }
 }
 
 fn percentile(mut v: Vec<f64>, p: f64) -> f64 {
