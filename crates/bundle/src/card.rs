@@ -212,7 +212,7 @@ pub fn read_card(dir: &Path) -> Result<ModelCard> {
         }
         (Task::Ctc, Some(c)) => {
             c.decode.validate().map_err(|(key, message)| invalid(format!("`{key}` {message}")))?;
-            if c.decode.lexicon.is_some() != !c.lexicon.is_empty() {
+            if c.decode.lexicon.is_some() == c.lexicon.is_empty() {
                 return Err(invalid(
                     "`ctc.decode.lexicon` names a word list exactly when `ctc.lexicon` holds words".into(),
                 ));

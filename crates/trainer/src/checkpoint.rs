@@ -270,6 +270,10 @@ pub struct Skipped {
 /// A model, optimizer and loop state restored from a checkpoint.
 pub type Restored = (SignModel<TrainBackend>, Optim, TrainState);
 
+/// What [`restore_newest`] found: the newest readable checkpoint's step and contents, if any, and
+/// the newer checkpoints passed over.
+pub type Newest = (Option<(usize, Restored)>, Vec<Skipped>);
+
 /// Restore the newest intact step checkpoint of `run_dir`: one that is corrupt, truncated or
 /// unreadable is passed over for the next older one (and returned in the list with its reason).
 /// A checkpoint of another model is an error, not passed over. `Ok((None, skipped))` when the run
@@ -281,7 +285,7 @@ pub fn restore_newest(
     optim: &Optim,
     signature: &ModelSignature,
     device: &device::DispatchDevice,
-) -> Result<(Option<(usize, Restored)>, Vec<Skipped>)> {
+) -> Result<Newest> {
     let mut skipped = Vec::new();
     for (step, dir) in list(run_dir).into_iter().rev() {
         match restore(&dir, model.clone(), optim.clone(), signature, device) {

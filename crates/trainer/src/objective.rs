@@ -22,8 +22,8 @@ type Device = device::DispatchDevice;
 /// A task's loss.
 #[derive(Debug)]
 pub enum Objective {
-    /// Cross-entropy on pooled logits.
-    Classification(CrossEntropyLoss<TrainBackend>),
+    /// Cross-entropy on pooled logits (boxed: the loss module is far larger than the other variant).
+    Classification(Box<CrossEntropyLoss<TrainBackend>>),
     /// CTC on per-frame logits.
     Ctc,
 }
@@ -32,11 +32,11 @@ impl Objective {
     /// The objective of `task` (`label_smoothing` applies to classification).
     pub fn new(task: Task, label_smoothing: f64, device: &Device) -> Self {
         match task {
-            Task::Classification => Self::Classification(
+            Task::Classification => Self::Classification(Box::new(
                 CrossEntropyLossConfig::new()
                     .with_smoothing((label_smoothing > 0.0).then_some(label_smoothing as f32))
                     .init::<TrainBackend>(device),
-            ),
+            )),
             Task::Ctc => Self::Ctc,
         }
     }

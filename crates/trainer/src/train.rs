@@ -765,6 +765,10 @@ impl<'a> Trainer<'a> {
     }
 }
 
+/// What [`restore_or_new`] starts from: model, optimizer and loop state, the step they were
+/// checkpointed at (`None`: fresh), and the newer checkpoints that could not be read.
+type Resumed = (SignModel<TrainBackend>, Optim, TrainState, Option<usize>, Vec<checkpoint::Skipped>);
+
 /// The model, optimizer and state of the last checkpoint when there is one, else the fresh ones
 /// given (with a line saying which, when `show`).
 fn restore_or_new(
@@ -775,7 +779,7 @@ fn restore_or_new(
     signature: ModelSignature,
     device: &Device,
     show: bool,
-) -> Result<(SignModel<TrainBackend>, Optim, TrainState, Option<usize>, Vec<checkpoint::Skipped>)> {
+) -> Result<Resumed> {
     if !opts.resume && opened.latest.is_none() {
         return Ok((model, optim, TrainState::new(signature), None, Vec::new()));
     }

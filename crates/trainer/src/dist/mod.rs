@@ -55,6 +55,9 @@ use watch::Watch;
 
 type Device = device::DispatchDevice;
 
+/// One event of a group's step, `(kind, detail)`: `weights_verified` or `rebalance`.
+pub type GroupEvent = (&'static str, String);
+
 /// One device of the group, as named in messages and `summary.json`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PeerInfo {
@@ -351,7 +354,7 @@ impl Group {
         prof: &mut Profiler,
         epoch: usize,
         micro: &[Vec<usize>],
-    ) -> Result<(SignModel<TrainBackend>, StepOutcome, Vec<(&'static str, String)>)> {
+    ) -> Result<(SignModel<TrainBackend>, StepOutcome, Vec<GroupEvent>)> {
         let device = self.link.device.clone();
         let rows: Vec<Vec<usize>> = micro.iter().map(|m| balance::split(m.len(), &self.weights)).collect();
         let header = StepHeader {
