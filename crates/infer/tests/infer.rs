@@ -230,16 +230,22 @@ fn streaming_emits_concatenated_signs_in_order() {
         }
         std::iter::repeat_n(rest, n)
     };
+    // Every event of `frames` streamed through a fresh recognizer; `gap` skips frame number 11 (a
+    // dropped camera frame, which is fine).
+    let stream = |frames: &[Vec<[f32; 3]>], cfg: StreamConfig, gap: bool| {
+        let mut rec = StreamingRecognizer::new(predictor.clone(), cfg).unwrap();
+        let mut events = Vec::new();
+        for (i, f) in frames.iter().enumerate() {
+            let id = if gap && i > 10 { i as i64 + 1 } else { i as i64 };
+            events.extend(rec.push(id, f).unwrap());
+        }
+        events.extend(rec.finish().unwrap());
+        events
+    };
     let streamed_alone = |c: usize| {
         let mut frames = frames_of(&data::synth::generate_sequence(&t.cfg.synthetic, c, signer, 0));
         frames.extend(pause(frames.last().unwrap(), 16));
-        let mut rec = StreamingRecognizer::new(predictor.clone(), StreamConfig::default()).unwrap();
-        let mut events = Vec::new();
-        for (i, f) in frames.iter().enumerate() {
-            events.extend(rec.push(i as i64, f).unwrap());
-        }
-        events.extend(rec.finish().unwrap());
-        events.iter().map(|e| e.index).collect::<Vec<_>>()
+        stream(&frames, StreamConfig::default(), false).iter().map(|e| e.index).collect::<Vec<_>>()
     };
     let mut good: Vec<usize> = (0..t.cfg.synthetic.classes)
         .filter(|&c| {
@@ -258,14 +264,7 @@ fn streaming_emits_concatenated_signs_in_order() {
         let p = pause(frames.last().unwrap(), if c == classes[2] { 16 } else { 10 });
         frames.extend(p);
     }
-    let mut rec = StreamingRecognizer::new(predictor.clone(), StreamConfig::default()).unwrap();
-    let mut events = Vec::new();
-    for (i, f) in frames.iter().enumerate() {
-        // A gap in frame numbers (a dropped camera frame) is fine.
-        let id = if i > 10 { i as i64 + 1 } else { i as i64 };
-        events.extend(rec.push(id, f).unwrap());
-    }
-    events.extend(rec.finish().unwrap());
+    let events = stream(&frames, StreamConfig::default(), true);
     let got: Vec<usize> = events.iter().map(|e| e.index).collect();
     eprintln!("events: {events:?}");
     // Exactly the signs, in order: the pauses end each sign, so no window straddles two signs
@@ -273,13 +272,7 @@ fn streaming_emits_concatenated_signs_in_order() {
     assert_eq!(got, classes.to_vec(), "events {events:?}");
     // Without segmentation the straddling windows are back: the pause rule is what removes them,
     // and the signs are still found in order.
-    let mut rec =
-        StreamingRecognizer::new(predictor.clone(), StreamConfig { boundary_frames: 0, ..Default::default() }).unwrap();
-    let mut plain = Vec::new();
-    for (i, f) in frames.iter().enumerate() {
-        plain.extend(rec.push(i as i64, f).unwrap());
-    }
-    plain.extend(rec.finish().unwrap());
+    let plain = stream(&frames, StreamConfig { boundary_frames: 0, ..Default::default() }, false);
     let plain: Vec<usize> = plain.iter().map(|e| e.index).collect();
     eprintln!("without segmentation: {plain:?}");
     let mut it = plain.iter();
