@@ -8,9 +8,7 @@
 //! gradient's column sums are split over rayon's threads. Products go through `gemm` (the crate
 //! Burn's Flex backend multiplies with), so every number is the same kind of sum as before.
 
-use rayon::prelude::*;
-
-use crate::par::{fill_rows, PARALLEL_ELEMS};
+use crate::par::{fill_rows, sum_tasks};
 
 /// Below this many multiply-adds a product runs on the calling thread (Flex's own threshold).
 const PARALLEL_MACS: usize = 192 * 192 * 192;
@@ -100,24 +98,16 @@ pub fn linear_grad_bias(dy: &[f32], n: usize, m: usize) -> Vec<f32> {
     if m == 0 {
         return Vec::new();
     }
-    let block = |rows: &[f32]| {
-        let mut acc = vec![0.0f32; m];
-        for row in rows.chunks_exact(m) {
-            acc.iter_mut().zip(row).for_each(|(a, v)| *a += v);
-        }
-        acc
-    };
-    let widen = |acc: Vec<f32>| acc.into_iter().map(f64::from).collect::<Vec<f64>>();
-    let add = |mut a: Vec<f64>, b: Vec<f64>| {
-        a.iter_mut().zip(&b).for_each(|(a, b)| *a += b);
-        a
-    };
+    // Blocks of rows summed in f32 (vectorized), the block sums added in f64.
     const BLOCK_ROWS: usize = 64;
-    let sums = if dy.len() < PARALLEL_ELEMS {
-        dy.chunks(BLOCK_ROWS * m).map(|c| widen(block(c))).fold(vec![0.0; m], add)
-    } else {
-        dy.par_chunks(BLOCK_ROWS * m).map(|c| widen(block(c))).reduce(|| vec![0.0; m], add)
-    };
+    let sums = sum_tasks(n.div_ceil(BLOCK_ROWS), m, dy.len(), |bi, acc| {
+        let mut block = vec![0.0f32; m];
+        let rows = bi * BLOCK_ROWS * m..((bi + 1) * BLOCK_ROWS * m).min(dy.len());
+        for row in dy[rows].chunks_exact(m) {
+            block.iter_mut().zip(row).for_each(|(a, v)| *a += v);
+        }
+        acc.iter_mut().zip(&block).for_each(|(a, b)| *a += f64::from(*b));
+    });
     sums.into_iter().map(|s| s as f32).collect()
 }
 

@@ -921,31 +921,8 @@ mod host {
 
     use super::NORM_EPS;
     use crate::multiversion;
-    use crate::par::{fill_rows, PARALLEL_ELEMS};
+    use crate::par::{fill_rows, sum_tasks, PARALLEL_ELEMS};
     use crate::simd::exp;
-
-    /// Sum of `f(task)` over `tasks` accumulators of `len` floats (f64), in parallel when large.
-    fn sum_tasks(tasks: usize, len: usize, work: usize, f: impl Fn(usize, &mut [f64]) + Sync + Send) -> Vec<f64> {
-        let add = |mut a: Vec<f64>, b: Vec<f64>| {
-            a.iter_mut().zip(&b).for_each(|(a, b)| *a += b);
-            a
-        };
-        if work < PARALLEL_ELEMS {
-            let mut acc = vec![0.0f64; len];
-            (0..tasks).for_each(|i| f(i, &mut acc));
-            return acc;
-        }
-        (0..tasks)
-            .into_par_iter()
-            .fold(
-                || vec![0.0f64; len],
-                |mut acc, i| {
-                    f(i, &mut acc);
-                    acc
-                },
-            )
-            .reduce(|| vec![0.0f64; len], add)
-    }
 
     multiversion!(
         /// `out += a * b` element-wise.

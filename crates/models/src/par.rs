@@ -1,5 +1,5 @@
 //! Host loops split over rayon's threads: the size below which a loop stays on the calling
-//! thread, and fresh output buffers filled row by row.
+//! thread, fresh output buffers filled row by row, and sums over tasks into f64 accumulators.
 
 use std::mem::MaybeUninit;
 
@@ -38,6 +38,31 @@ pub fn fill_rows(len: usize, row: usize, f: impl Fn(usize, &mut [f32]) + Sync + 
     // unwinds past this line, leaving the vector empty).
     unsafe { out.set_len(len) };
     out
+}
+
+/// The sum over `tasks` of what `f(task, acc)` adds into an accumulator of `len` floats (f64): on
+/// the calling thread when `work` (the floats all tasks read together) is below [`PARALLEL_ELEMS`], else
+/// one accumulator per rayon thread, added together at the end.
+pub fn sum_tasks(tasks: usize, len: usize, work: usize, f: impl Fn(usize, &mut [f64]) + Sync + Send) -> Vec<f64> {
+    let add = |mut a: Vec<f64>, b: Vec<f64>| {
+        a.iter_mut().zip(&b).for_each(|(a, b)| *a += b);
+        a
+    };
+    if work < PARALLEL_ELEMS {
+        let mut acc = vec![0.0f64; len];
+        (0..tasks).for_each(|i| f(i, &mut acc));
+        return acc;
+    }
+    (0..tasks)
+        .into_par_iter()
+        .fold(
+            || vec![0.0f64; len],
+            |mut acc, i| {
+                f(i, &mut acc);
+                acc
+            },
+        )
+        .reduce(|| vec![0.0f64; len], add)
 }
 
 #[cfg(test)]
