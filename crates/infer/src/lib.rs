@@ -26,9 +26,12 @@
 
 pub mod eval;
 pub mod eval_ctc;
+pub mod interop;
 pub mod live;
 pub mod stream;
 pub mod transcribe;
+
+mod held;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -167,7 +170,7 @@ impl Prediction {
 /// A trained model on a device, ready to classify sequences.
 #[derive(Debug)]
 pub struct Predictor {
-    model: ComputeModel<Backend>,
+    model: held::HeldModel,
     card: ModelCard,
     preprocessor: Preprocessor,
     device: device::DispatchDevice,
@@ -284,7 +287,7 @@ impl Predictor {
             })?),
             None => None,
         };
-        let model = ComputeModel::new(model, precision.float_dtype());
+        let model = held::HeldModel::new(ComputeModel::new(model, precision.float_dtype()));
         let decoder = match &card.ctc {
             Some(ctc) => ctc.decoder(&card.labels).map_err(|message| InferError::Model {
                 path: dir.join(bundle::layout::CARD_FILE),
@@ -474,7 +477,20 @@ impl Predictor {
         &self,
         files: &[PathBuf],
         batch: usize,
-        on_result: impl FnMut(&Path, Result<Prediction>),
+        mut on_result: impl FnMut(&Path, Result<Prediction>),
+    ) -> Result<()> {
+        self.predict_files_dyn(files, batch, &mut on_result)
+    }
+
+    /// [`Predictor::predict_files`] with the callback behind `dyn`, so that the batching, the
+    /// reader threads and the model run are compiled once, in this crate, not again for each
+    /// caller's closure.
+    #[inline(never)]
+    fn predict_files_dyn(
+        &self,
+        files: &[PathBuf],
+        batch: usize,
+        on_result: &mut dyn FnMut(&Path, Result<Prediction>),
     ) -> Result<()> {
         self.map_files(files, batch, |windows| self.predict_prepared(windows), on_result)
     }

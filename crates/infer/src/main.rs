@@ -320,11 +320,6 @@ fn load(m: &ModelArgs, compute: Compute, top_k: usize) -> Result<Predictor> {
 }
 
 /// The CPU device of the dispatch backend (weights conversion needs no accelerator).
-fn cpu_device() -> Result<device::DispatchDevice> {
-    let selected = device::resolve(&DeviceSpec::Cpu, &device::SelectionPolicy::default())?;
-    Ok(selected.device)
-}
-
 fn collect_inputs(input: &Path) -> Result<Vec<PathBuf>> {
     if input.is_file() {
         if Format::from_extension(input).is_none() {
@@ -535,10 +530,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::ExportSafetensors { model, out } => {
-            let dir = bundle::layout::find_model_dir(&model)?;
-            let device = cpu_device()?;
-            let (card, m) = bundle::load_bundle::<infer::Backend>(&dir, &device)?;
-            bundle::torch::export_safetensors(&m, &card, &out)?;
+            let card = infer::interop::export_safetensors(&model, &out)?;
             println!("wrote {} ({} parameters, {} classes)", out.display(), card.trainable_params, card.labels.len());
             Ok(ExitCode::SUCCESS)
         }
@@ -549,7 +541,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 bundle::layout::find_model_dir(&card)?
             };
             let model_card = bundle::card::read_card(&card_dir)?;
-            bundle::torch::import_bundle::<infer::Backend>(&model_card, &weights, &out, &cpu_device()?)?;
+            infer::interop::import_torch(&model_card, &weights, &out)?;
             println!(
                 "wrote {} ({} model, {} classes)",
                 out.display(),

@@ -160,7 +160,19 @@ impl Predictor {
         &self,
         files: &[PathBuf],
         batch: usize,
-        on_result: impl FnMut(&Path, Result<Transcript>),
+        mut on_result: impl FnMut(&Path, Result<Transcript>),
+    ) -> Result<()> {
+        self.transcribe_files_dyn(files, batch, &mut on_result)
+    }
+
+    /// [`Predictor::transcribe_files`] with the callback behind `dyn` (compiled once, here; see
+    /// [`Predictor::predict_files`]).
+    #[inline(never)]
+    fn transcribe_files_dyn(
+        &self,
+        files: &[PathBuf],
+        batch: usize,
+        on_result: &mut dyn FnMut(&Path, Result<Transcript>),
     ) -> Result<()> {
         self.ctc_card()?;
         self.map_files(files, batch, |windows| self.transcribe_prepared(windows), on_result)
