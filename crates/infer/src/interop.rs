@@ -27,7 +27,7 @@ pub fn import_torch(card: &ModelCard, weights: &Path, out: &Path) -> Result<()> 
     Ok(())
 }
 
-/// The CPU device.
+/// The CPU device of the dispatch backend (weights conversion needs no accelerator).
 fn cpu() -> Result<device::DispatchDevice> {
     Ok(device::resolve(&DeviceSpec::Cpu, &SelectionPolicy::default())?.device)
 }

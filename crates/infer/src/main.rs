@@ -319,7 +319,6 @@ fn load(m: &ModelArgs, compute: Compute, top_k: usize) -> Result<Predictor> {
     Ok(predictor)
 }
 
-/// The CPU device of the dispatch backend (weights conversion needs no accelerator).
 fn collect_inputs(input: &Path) -> Result<Vec<PathBuf>> {
     if input.is_file() {
         if Format::from_extension(input).is_none() {
