@@ -1,3 +1,4 @@
+#[cfg(feature = "autodiff-variants")] // SignFlow patch: only the Autodiff variants box
 use alloc::boxed::Box;
 use alloc::format;
 use alloc::string::String;
@@ -6,9 +7,9 @@ use burn_backend::quantization::QuantScheme;
 use burn_backend::tensor::{Device, QuantizedTensor};
 use burn_backend::{Backend, BackendTypes, DType, ExecutionError, QTensorPrimitive};
 
-#[cfg(feature = "autodiff")]
+#[cfg(feature = "autodiff-variants")]
 use burn_autodiff::grads::Gradients;
-#[cfg(feature = "autodiff")]
+#[cfg(feature = "autodiff-variants")]
 use burn_backend::AutodiffBackend;
 
 #[allow(unused)]
@@ -83,7 +84,7 @@ impl Backend for Dispatch {
 
     fn ad_enabled(device: &Self::Device) -> bool {
         match device {
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             DispatchDevice::Autodiff(_) => true,
             _ => false,
         }
@@ -114,7 +115,7 @@ impl Backend for Dispatch {
     }
 }
 
-#[cfg(feature = "autodiff")]
+#[cfg(feature = "autodiff-variants")]
 impl AutodiffBackend for Dispatch {
     type InnerBackend = Dispatch;
 
@@ -123,7 +124,7 @@ impl AutodiffBackend for Dispatch {
     fn backward(tensor: DispatchTensor) -> Self::Gradients {
         let DispatchTensor { kind, .. } = tensor;
         match kind {
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             DispatchTensorKind::Autodiff(tensor) => match *tensor {
                 #[cfg(feature = "cpu")]
                 DispatchTensorKind::Cpu(tensor) => tensor.autodiff().backward(),
@@ -157,7 +158,7 @@ impl AutodiffBackend for Dispatch {
             checkpointing,
         } = tensor;
         let grad = match &kind {
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             DispatchTensorKind::Autodiff(inner_kind) => match &**inner_kind {
                 #[cfg(feature = "cpu")]
                 DispatchTensorKind::Cpu(tensor) => tensor
@@ -222,7 +223,7 @@ impl AutodiffBackend for Dispatch {
             checkpointing,
         } = tensor;
         let grad = match &kind {
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             DispatchTensorKind::Autodiff(inner_kind) => match &**inner_kind {
                 #[cfg(feature = "cpu")]
                 DispatchTensorKind::Cpu(tensor) => tensor
@@ -293,7 +294,7 @@ impl AutodiffBackend for Dispatch {
         debug_assert_eq!(checkpointing, &grad_ckp);
 
         match &kind {
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             DispatchTensorKind::Autodiff(inner_kind) => match (&**inner_kind, grad) {
                 #[cfg(feature = "cpu")]
                 (DispatchTensorKind::Cpu(tensor), DispatchTensorKind::Cpu(grad)) => {
@@ -345,7 +346,7 @@ impl AutodiffBackend for Dispatch {
         } = tensor;
 
         let kind = match kind {
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             DispatchTensorKind::Autodiff(inner_kind) => match *inner_kind {
                 #[cfg(feature = "cpu")]
                 DispatchTensorKind::Cpu(tensor) => DispatchTensorKind::Cpu(
@@ -514,7 +515,7 @@ impl DispatchTensorKind {
             DispatchTensorKind::NdArray(tensor) => DispatchDevice::NdArray(tensor.device()),
             #[cfg(feature = "tch")]
             DispatchTensorKind::LibTorch(tensor) => DispatchDevice::LibTorch(tensor.device()),
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             DispatchTensorKind::Autodiff(tensor) => DispatchDevice::autodiff(tensor.device()),
         }
     }
@@ -525,7 +526,7 @@ impl DispatchTensor {
         #[allow(unused_mut)]
         let mut device = self.kind.device();
 
-        #[cfg(feature = "autodiff")]
+        #[cfg(feature = "autodiff-variants")]
         if let DispatchDevice::Autodiff(device) = &mut device {
             device.checkpointing = self.checkpointing;
         }
@@ -574,7 +575,7 @@ impl Dispatch {
             DispatchDevice::LibTorch(_) => {
                 <QuantizedTensor<LibTorch> as QTensorPrimitive>::default_scheme()
             }
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             DispatchDevice::Autodiff(ad_device) => Self::default_quant_scheme(&ad_device.inner),
         }
     }

@@ -1,3 +1,4 @@
+#[cfg(feature = "autodiff-variants")] // SignFlow patch: only the Autodiff variants box
 use alloc::boxed::Box;
 
 use burn_backend::{DeviceId, DeviceOps};
@@ -58,11 +59,11 @@ pub enum DispatchDevice {
     LibTorch(LibTorchDevice),
 
     /// The [autodiff enabled backend](Autodiff) device.
-    #[cfg(feature = "autodiff")]
+    #[cfg(feature = "autodiff-variants")]
     Autodiff(AutodiffDevice),
 }
 
-#[cfg(feature = "autodiff")]
+#[cfg(feature = "autodiff-variants")]
 // This tuple struct mainly restricts users from creating Autodiff(Autodiff) devices.
 /// A wrapper that enables automatic differentiation for a [`DispatchDevice`].
 ///
@@ -73,7 +74,7 @@ pub struct AutodiffDevice {
     pub(crate) checkpointing: CheckpointingStrategy,
 }
 
-#[cfg(feature = "autodiff")]
+#[cfg(feature = "autodiff-variants")]
 impl AutodiffDevice {
     pub(crate) fn new(device: DispatchDevice, checkpointing: CheckpointingStrategy) -> Self {
         Self {
@@ -83,7 +84,7 @@ impl AutodiffDevice {
     }
 }
 
-#[cfg(feature = "autodiff")]
+#[cfg(feature = "autodiff-variants")]
 // Useful for match in dispatch macros
 impl core::ops::Deref for AutodiffDevice {
     type Target = DispatchDevice;
@@ -93,7 +94,7 @@ impl core::ops::Deref for AutodiffDevice {
     }
 }
 
-#[cfg(feature = "autodiff")]
+#[cfg(feature = "autodiff-variants")]
 #[allow(missing_docs)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 /// Checkpointing strategy for autodiff.
@@ -104,7 +105,7 @@ pub enum CheckpointingStrategy {
     None,
 }
 
-#[cfg(feature = "autodiff")]
+#[cfg(feature = "autodiff-variants")]
 pub(crate) fn validate_checkpointing(
     lhs: crate::CheckpointingStrategy,
     rhs: crate::CheckpointingStrategy,
@@ -137,7 +138,7 @@ impl core::fmt::Debug for DispatchDevice {
             Self::NdArray(device) => f.debug_tuple("NdArray").field(device).finish(),
             #[cfg(feature = "tch")]
             Self::LibTorch(device) => f.debug_tuple("LibTorch").field(device).finish(),
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             // Format without `AutodiffDevice` wrapper
             Self::Autodiff(device) => f.debug_tuple("Autodiff").field(&device.inner).finish(),
         }
@@ -184,12 +185,12 @@ impl PartialEq for DispatchDevice {
     fn eq(&self, other: &Self) -> bool {
         match (self, other) {
             // If both are Autodiff, compare the inner devices
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             (DispatchDevice::Autodiff(a), DispatchDevice::Autodiff(b)) => a == b,
             // If one is Autodiff, compare it to the raw device
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             (DispatchDevice::Autodiff(a), b) => a.inner.as_ref() == b,
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             (a, DispatchDevice::Autodiff(b)) => a == b.inner.as_ref(),
             #[cfg(feature = "cpu")]
             (Self::Cpu(a), Self::Cpu(b)) => a == b,
@@ -220,12 +221,12 @@ impl PartialEq for DispatchDevice {
 const TYPE_ID_BASE: u16 = 10;
 
 impl DispatchDevice {
-    #[cfg(feature = "autodiff")]
+    #[cfg(feature = "autodiff-variants")]
     /// Creates a new [`DispatchDevice`] with [automatic differentiation](Autodiff) enabled.
     pub fn autodiff(device: impl Into<DispatchDevice>) -> DispatchDevice {
         Self::autodiff_checkpointed(device, CheckpointingStrategy::None)
     }
-    #[cfg(feature = "autodiff")]
+    #[cfg(feature = "autodiff-variants")]
     /// Creates a new [`DispatchDevice`] with [automatic differentiation](Autodiff) enabled.
     pub fn autodiff_checkpointed(
         device: impl Into<DispatchDevice>,
@@ -256,7 +257,7 @@ impl DispatchDevice {
             Self::NdArray(_) => BackendId::NdArray,
             #[cfg(feature = "tch")]
             Self::LibTorch(_) => BackendId::LibTorch,
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             Self::Autodiff(device) => device.inner.backend_id(),
         }
     }
@@ -337,7 +338,7 @@ impl TryFrom<u16> for BackendId {
 impl DeviceOps for DispatchDevice {
     fn inner(&self) -> &Self {
         match self {
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             DispatchDevice::Autodiff(device) => &device.inner,
             device => device,
         }
@@ -391,7 +392,7 @@ impl burn_backend::Device for DispatchDevice {
             Self::NdArray(device) => device.to_id(),
             #[cfg(feature = "tch")]
             Self::LibTorch(device) => device.to_id(),
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             Self::Autodiff(device) => device.inner.to_id(),
         };
         device_id.type_id = self.encode_type_id(device_id.type_id);

@@ -67,7 +67,7 @@ extern crate alloc;
 
 /// Backends and devices used.
 pub(crate) mod backends {
-    #[cfg(feature = "autodiff")]
+    #[cfg(feature = "autodiff-variants")]
     pub use burn_autodiff::Autodiff;
 
     #[cfg(feature = "cpu")]

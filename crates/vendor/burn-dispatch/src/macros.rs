@@ -36,7 +36,7 @@ macro_rules! backend_matrix {
 }
 
 /// Helper to map the runtime strategy to the compile-time Autodiff generic.
-#[cfg(feature = "autodiff")]
+#[cfg(feature = "autodiff-variants")]
 macro_rules! with_autodiff_backend {
     ($Backend:ident, $checkpointing:expr, |$B:ident| $body:expr) => {
         match $checkpointing {
@@ -66,7 +66,7 @@ macro_rules! dispatch_device_arms {
     ) => {
         match $device {
             // Autodiff arm first
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             $crate::DispatchDevice::Autodiff(inner) => {
                 // Recursively dispatch on inner
                 dispatch_device_arms!(
@@ -128,7 +128,7 @@ macro_rules! to_device_arms {
                         kind: $crate::DispatchTensorKind::$B1($crate::BackendTensor::$kind(
                             $B1::<f32>::$to_device(tensor.$inner_fn(), d)
                         )),
-                        #[cfg(feature = "autodiff")]
+                        #[cfg(feature = "autodiff-variants")]
                         checkpointing: $tensor.checkpointing,
                     }
                 }
@@ -148,13 +148,13 @@ macro_rules! to_device_arms {
                             kind: $crate::DispatchTensorKind::$B2(
                                 $crate::BackendTensor::$kind($body)
                             ),
-                            #[cfg(feature = "autodiff")]
+                            #[cfg(feature = "autodiff-variants")]
                             checkpointing: $tensor.checkpointing,
                         }
                     }
                 )+
             )*
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             (_, $crate::DispatchDevice::Autodiff(_)) | ($crate::DispatchTensorKind::Autodiff(..), _) => panic!("Operation not marked for autodiff.")
         }
     };
@@ -185,7 +185,7 @@ macro_rules! float_to_device_arms {
         $( [$B1:ident, $src_cfg:meta] => [ $( [$B2:ident, $dst_cfg:meta] ),+ ] );*
     ) => {
         match ($tensor.kind, $device) {
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             ($crate::DispatchTensorKind::Autodiff(kind), $crate::DispatchDevice::Autodiff(device)) => {
                 let ckp = $tensor.checkpointing;
                 float_to_device_arms!(
@@ -203,7 +203,7 @@ macro_rules! float_to_device_arms {
                         kind: $crate::DispatchTensorKind::$B1($crate::BackendTensor::Float(
                             $B1::<f32>::$to_device(kind.float(), d)
                         )),
-                        #[cfg(feature = "autodiff")]
+                        #[cfg(feature = "autodiff-variants")]
                         checkpointing: $tensor.checkpointing,
                     }
                 }
@@ -221,13 +221,13 @@ macro_rules! float_to_device_arms {
 
                         $crate::DispatchTensor {
                             kind: $crate::DispatchTensorKind::$B2($crate::BackendTensor::Float($body)),
-                            #[cfg(feature = "autodiff")]
+                            #[cfg(feature = "autodiff-variants")]
                             checkpointing: $tensor.checkpointing,
                         }
                     }
                 )+
             )*
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             ($crate::DispatchTensorKind::Autodiff(..), _) | (_, $crate::DispatchDevice::Autodiff(_)) => panic!("Cannot move between autodiff and non-autodiff instances.")
         }
     };
@@ -289,7 +289,7 @@ macro_rules! creation_op_arms {
     ) => {{
         match $device {
             // Autodiff arm first
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             $crate::DispatchDevice::Autodiff(inner) => {
                 // Recursively dispatch on inner
                 creation_op_arms!(
@@ -310,7 +310,7 @@ macro_rules! creation_op_arms {
                             $crate::BackendTensor::$kind($body)
                         ),
                         // TODO: hmmm should devices also carry the checkpointing all the time?
-                        #[cfg(feature = "autodiff")]
+                        #[cfg(feature = "autodiff-variants")]
                         checkpointing: $crate::CheckpointingStrategy::None,
                     }
                 }
@@ -341,7 +341,7 @@ macro_rules! creation_op_arms {
 }
 
 /// Wrap the result in the backend tensor kind, handling float -> autodiff.
-#[cfg(feature = "autodiff")]
+#[cfg(feature = "autodiff-variants")]
 macro_rules! wrap_float {
     (
         @wrap_autodiff Float,
@@ -383,7 +383,7 @@ macro_rules! unary_op_arms {
         |$inner:ident| $body:expr;
         $([$Backend:ident, $cfg:meta]),*
     ) => {{
-        #[cfg(feature = "autodiff")]
+        #[cfg(feature = "autodiff-variants")]
         let checkpointing = $tensor.checkpointing;
 
         match $tensor.kind {
@@ -394,12 +394,12 @@ macro_rules! unary_op_arms {
                     let $inner = $inner.$inner_kind();
                     $crate::DispatchTensor {
                         kind: $crate::DispatchTensorKind::$Backend($crate::BackendTensor::$kind($body)),
-                        #[cfg(feature = "autodiff")]
+                        #[cfg(feature = "autodiff-variants")]
                         checkpointing,
                     }
                 }
             )*
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             $crate::DispatchTensorKind::Autodiff(..) => panic!("Operation not marked for autodiff.")
         }
     }};
@@ -420,7 +420,7 @@ macro_rules! unary_op_arms {
                     $body
                 }
             )*
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             $crate::DispatchTensorKind::Autodiff(..) => panic!("Operation not marked for autodiff.")
         }
     }};
@@ -452,11 +452,11 @@ macro_rules! unary_float_arms {
         |$inner:ident| $body:expr;
         $([$Backend:ident, $cfg:meta]),*
     ) => {{
-        #[cfg(feature = "autodiff")]
+        #[cfg(feature = "autodiff-variants")]
         let checkpointing = $tensor.checkpointing;
 
         match $tensor.kind {
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             $crate::DispatchTensorKind::Autodiff(inner) => {
                 unary_float_arms!(
                     @autodiff $mode,
@@ -476,7 +476,7 @@ macro_rules! unary_float_arms {
                         kind: $crate::DispatchTensorKind::$Backend(
                             $crate::BackendTensor::$kind($body)
                         ),
-                        #[cfg(feature = "autodiff")]
+                        #[cfg(feature = "autodiff-variants")]
                         checkpointing,
                     }
                 }
@@ -515,11 +515,11 @@ macro_rules! unary_float_arms {
         |$inner:ident| $body:expr;
         $([$Backend:ident, $cfg:meta]),*
     ) => {{
-        #[cfg(feature = "autodiff")]
+        #[cfg(feature = "autodiff-variants")]
         let checkpointing = &$tensor.checkpointing;
 
         match { if_mode!($mode, &$tensor.kind, $tensor.kind) } {
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             $crate::DispatchTensorKind::Autodiff(inner) => {
                 unary_float_arms!(
                     @autodiff $mode,
@@ -620,7 +620,7 @@ macro_rules! binary_op_arms {
         |$lhs_inner:ident, $rhs_inner:ident| $body:expr;
         $([$Backend:ident, $cfg:meta]),*
     ) => {{
-        #[cfg(feature = "autodiff")]
+        #[cfg(feature = "autodiff-variants")]
         let checkpointing = $crate::validate_checkpointing($lhs.checkpointing, $rhs.checkpointing);
 
         match ($lhs.kind, $rhs.kind) {
@@ -632,7 +632,7 @@ macro_rules! binary_op_arms {
                     let $rhs_inner = $rhs_inner.$rhs_kind();
                     $crate::DispatchTensor {
                         kind: $crate::DispatchTensorKind::$Backend($crate::BackendTensor::$kind($body)),
-                        #[cfg(feature = "autodiff")]
+                        #[cfg(feature = "autodiff-variants")]
                         checkpointing,
                     }
                 }
@@ -672,12 +672,12 @@ macro_rules! binary_float_arms {
         |$lhs_inner:ident, $rhs_inner:ident| $body:expr;
         $([$Backend:ident, $cfg:meta]),*
     ) => {{
-        #[cfg(feature = "autodiff")]
+        #[cfg(feature = "autodiff-variants")]
         let checkpointing = $crate::validate_checkpointing($lhs.checkpointing, $rhs.checkpointing);
 
         match ($lhs.kind, $rhs.kind) {
             // Autodiff arms first
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             ($crate::DispatchTensorKind::Autodiff(lhs_inner), $crate::DispatchTensorKind::Autodiff(rhs_inner)) => {
                 // Recursively dispatch on inner
                 binary_float_arms!(
@@ -697,7 +697,7 @@ macro_rules! binary_float_arms {
                     let $rhs_inner = $rhs_inner.float();
                     $crate::DispatchTensor {
                         kind: $crate::DispatchTensorKind::$Backend($crate::BackendTensor::$kind($body)),
-                        #[cfg(feature = "autodiff")]
+                        #[cfg(feature = "autodiff-variants")]
                         checkpointing,
                     }
                 }
@@ -718,13 +718,13 @@ macro_rules! binary_float_arms {
         |$lhs_inner:ident, $rhs_inner:ident| $body:expr;
         $([$Backend:ident, $cfg:meta]),*
     ) => {{
-        #[cfg(feature = "autodiff")]
+        #[cfg(feature = "autodiff-variants")]
         let checkpointing = $crate::validate_checkpointing($lhs.checkpointing, $rhs.checkpointing);
 
         match ($lhs.kind, $rhs.kind) {
             $(
                 // Autodiff arms first
-                #[cfg(all(feature = "autodiff", $cfg))]
+                #[cfg(all(feature = "autodiff-variants", $cfg))]
                 ($crate::DispatchTensorKind::Autodiff(lhs_inner), $crate::DispatchTensorKind::$Backend($rhs_inner)) => {
                     // Match on inner
                     match *lhs_inner {
@@ -754,7 +754,7 @@ macro_rules! binary_float_arms {
                     let $rhs_inner = $rhs_inner.$rhs_kind();
                     $crate::DispatchTensor {
                         kind: $crate::DispatchTensorKind::$Backend($crate::BackendTensor::$kind($body)),
-                        #[cfg(feature = "autodiff")]
+                        #[cfg(feature = "autodiff-variants")]
                         checkpointing,
                     }
                 }
@@ -817,7 +817,7 @@ macro_rules! binary_float_arms {
                     })
                 }
             )*
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             ($crate::DispatchTensorKind::Autodiff(..), _) | (_, $crate::DispatchTensorKind::Autodiff(..))  => panic!("Autodiff should not wrap an autodiff tensor."),
             #[allow(unreachable_patterns)]
             (lhs, rhs) => {
@@ -884,7 +884,7 @@ macro_rules! multi_op_arm {
             $(
                 $crate::DispatchTensor {
                     kind: $crate::DispatchTensorKind::$Backend($crate::BackendTensor::$out_kind($out)),
-                    #[cfg(feature = "autodiff")]
+                    #[cfg(feature = "autodiff-variants")]
                     checkpointing: $ckp,
                 }
             ),+,
@@ -892,7 +892,7 @@ macro_rules! multi_op_arm {
                 $opt_out.map(|t|
                     $crate::DispatchTensor {
                         kind: $crate::DispatchTensorKind::$Backend($crate::BackendTensor::Float(t)),
-                        #[cfg(feature = "autodiff")]
+                        #[cfg(feature = "autodiff-variants")]
                         checkpointing: $ckp,
                     }
                 )
@@ -901,7 +901,7 @@ macro_rules! multi_op_arm {
     }};
 }
 
-#[cfg(feature = "autodiff")]
+#[cfg(feature = "autodiff-variants")]
 macro_rules! wrap_input_autodiff {
     ($Backend:ident, $inner:expr, int) => {
         $inner.int()
@@ -915,7 +915,7 @@ macro_rules! wrap_input_autodiff {
     };
 }
 
-#[cfg(feature = "autodiff")]
+#[cfg(feature = "autodiff-variants")]
 // DispatchTensorKind::Autodiff(DispatchTensorKind::$Backend(BackendTensor::Autodiff()))
 macro_rules! multi_op_arm_autodiff {
     (
@@ -990,11 +990,11 @@ macro_rules! multi_op_arms_autodiff {
         $( [$Backend:ident, $cfg:meta] ),*
     ) => {{
         let first_input = &first_input!($inputs);
-        #[cfg(feature = "autodiff")]
+        #[cfg(feature = "autodiff-variants")]
         let checkpointing = first_input.checkpointing;
         match &first_input.kind {
             // Autodiff first
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             $crate::DispatchTensorKind::Autodiff(inner) => {
                 match **inner {
                     $(
@@ -1045,9 +1045,9 @@ macro_rules! multi_op_arms {
         $( [$Backend:ident, $cfg:meta] ),*
     ) => {{
         let first_input = &first_input!($inputs);
-        #[cfg(feature = "autodiff")]
+        #[cfg(feature = "autodiff-variants")]
         let checkpointing = first_input.checkpointing;
-        #[cfg(not(feature = "autodiff"))]
+        #[cfg(not(feature = "autodiff-variants"))]
         #[allow(unused_variables)]
         let checkpointing = false;
 
@@ -1066,7 +1066,7 @@ macro_rules! multi_op_arms {
                     )
                 }
             )*
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             $crate::DispatchTensorKind::Autodiff(..) => panic!("Operation not marked for autodiff.")
         }
     }};
@@ -1219,12 +1219,12 @@ macro_rules! unwrap_vec {
 macro_rules! vec_op_arms {
     (Float, $inner_kind:ident, $tensors:expr, |$inner:ident| $body:expr; $([$Backend:ident, $cfg:meta]),*) => {{
         let first = &$tensors[0];
-        #[cfg(feature = "autodiff")]
+        #[cfg(feature = "autodiff-variants")]
         let checkpointing = first.checkpointing;
 
         match &first.kind {
             // Autodiff arm first
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             $crate::DispatchTensorKind::Autodiff(inner) => {
                 // Recursively dispatch on inner
                 match **inner {
@@ -1249,7 +1249,7 @@ macro_rules! vec_op_arms {
                     let $inner = unwrap_vec!($Backend, $tensors, $inner_kind);
                     $crate::DispatchTensor {
                         kind: $crate::DispatchTensorKind::$Backend($crate::BackendTensor::Float($body)),
-                        #[cfg(feature = "autodiff")]
+                        #[cfg(feature = "autodiff-variants")]
                         checkpointing,
                     }
                 }
@@ -1258,7 +1258,7 @@ macro_rules! vec_op_arms {
     }};
     ($kind:ident, $inner_kind:ident, $tensors:expr, |$inner:ident| $body:expr; $([$Backend:ident, $cfg:meta]),*) => {{
         let first = &$tensors[0];
-        #[cfg(feature = "autodiff")]
+        #[cfg(feature = "autodiff-variants")]
         let checkpointing = first.checkpointing;
         match first.kind {
             $(
@@ -1269,12 +1269,12 @@ macro_rules! vec_op_arms {
                     let $inner = unwrap_vec!($Backend, $tensors, $inner_kind);
                     $crate::DispatchTensor {
                         kind: $crate::DispatchTensorKind::$Backend($crate::BackendTensor::$kind($body)),
-                        #[cfg(feature = "autodiff")]
+                        #[cfg(feature = "autodiff-variants")]
                         checkpointing,
                     }
                 }
             )*
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             $crate::DispatchTensorKind::Autodiff(..) => panic!("Operation not marked for autodiff.")
         }
     }};
@@ -1295,7 +1295,7 @@ macro_rules! transaction_op_arms {
     ($tx:ident, $first:expr; $([$Backend:ident, $cfg:meta]),*) => {{
         match &$first.kind {
             // Autodiff arm first
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             $crate::DispatchTensorKind::Autodiff(inner) => {
                 // Recursively dispatch on inner
                 match **inner {

@@ -1,14 +1,15 @@
+#[cfg(feature = "autodiff-variants")] // SignFlow patch: only the Autodiff variants box
 use alloc::boxed::Box;
 
 use burn_backend::{
     Backend, DType, QTensorPrimitive, Shape, TensorMetadata, quantization::QuantScheme,
 };
 
-#[cfg(feature = "autodiff")]
+#[cfg(feature = "autodiff-variants")]
 use crate::CheckpointingStrategy;
 use crate::backends::*;
 
-#[cfg(feature = "autodiff")]
+#[cfg(feature = "autodiff-variants")]
 use burn_backend::tensor::FloatTensor;
 
 // TODO: if we reduce the different associated types for float/int/bool/quantized tensor primitives down to a single
@@ -25,7 +26,7 @@ pub enum BackendTensor<B: Backend> {
     Bool(B::BoolTensorPrimitive),
     /// Quantized tensor handle.
     Quantized(B::QuantizedTensorPrimitive),
-    #[cfg(feature = "autodiff")]
+    #[cfg(feature = "autodiff-variants")]
     /// Autodiff float tensor handle.
     Autodiff(FloatTensor<Autodiff<B>>),
 }
@@ -38,7 +39,7 @@ impl<B: Backend> BackendTensor<B> {
             BackendTensor::Int(_) => panic!("Should be float, got int"),
             BackendTensor::Bool(_) => panic!("Should be float, got bool"),
             BackendTensor::Quantized(_) => panic!("Should be float, got quantized"),
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             BackendTensor::Autodiff(_) => panic!("Should be float, got autodiff"),
         }
     }
@@ -49,7 +50,7 @@ impl<B: Backend> BackendTensor<B> {
             BackendTensor::Int(_) => panic!("Should be float, got int"),
             BackendTensor::Bool(_) => panic!("Should be float, got bool"),
             BackendTensor::Quantized(_) => panic!("Should be float, got quantized"),
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             BackendTensor::Autodiff(_) => panic!("Should be float, got autodiff"),
         }
     }
@@ -61,7 +62,7 @@ impl<B: Backend> BackendTensor<B> {
             BackendTensor::Float(_) => panic!("Should be int, got float"),
             BackendTensor::Bool(_) => panic!("Should be int, got bool"),
             BackendTensor::Quantized(_) => panic!("Should be int, got quantized"),
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             BackendTensor::Autodiff(_) => panic!("Should be int, got autodiff"),
         }
     }
@@ -73,7 +74,7 @@ impl<B: Backend> BackendTensor<B> {
             BackendTensor::Float(_) => panic!("Should be bool, got float"),
             BackendTensor::Int(_) => panic!("Should be bool, got int"),
             BackendTensor::Quantized(_) => panic!("Should be bool, got quantized"),
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             BackendTensor::Autodiff(_) => panic!("Should be bool, got autodiff"),
         }
     }
@@ -86,7 +87,7 @@ impl<B: Backend> BackendTensor<B> {
         }
     }
 
-    #[cfg(feature = "autodiff")]
+    #[cfg(feature = "autodiff-variants")]
     /// Returns the inner autodiff tensor primitive.
     pub(crate) fn autodiff(self) -> FloatTensor<Autodiff<B>> {
         match self {
@@ -96,7 +97,7 @@ impl<B: Backend> BackendTensor<B> {
         }
     }
 
-    #[cfg(feature = "autodiff")]
+    #[cfg(feature = "autodiff-variants")]
     /// Returns the inner autodiff tensor primitive.
     pub(crate) fn as_autodiff(&self) -> &FloatTensor<Autodiff<B>> {
         match self {
@@ -105,7 +106,7 @@ impl<B: Backend> BackendTensor<B> {
         }
     }
 
-    #[cfg(feature = "autodiff")]
+    #[cfg(feature = "autodiff-variants")]
     /// Returns the inner autodiff tensor primitive.
     pub(crate) fn autodiff_inner(self) -> B::FloatTensorPrimitive {
         match self {
@@ -121,7 +122,7 @@ impl<B: Backend> BackendTensor<B> {
             BackendTensor::Int(tensor) => B::int_device(tensor),
             BackendTensor::Bool(tensor) => B::bool_device(tensor),
             BackendTensor::Quantized(tensor) => B::q_device(tensor),
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             BackendTensor::Autodiff(tensor) => B::float_device(&tensor.primitive),
         }
     }
@@ -134,7 +135,7 @@ impl<B: Backend> TensorMetadata for BackendTensor<B> {
             BackendTensor::Int(tensor) => tensor.dtype(),
             BackendTensor::Bool(tensor) => tensor.dtype(),
             BackendTensor::Quantized(tensor) => tensor.dtype(),
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             BackendTensor::Autodiff(tensor) => tensor.dtype(),
         }
     }
@@ -145,7 +146,7 @@ impl<B: Backend> TensorMetadata for BackendTensor<B> {
             BackendTensor::Int(tensor) => tensor.shape(),
             BackendTensor::Bool(tensor) => tensor.shape(),
             BackendTensor::Quantized(tensor) => tensor.shape(),
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             BackendTensor::Autodiff(tensor) => tensor.shape(),
         }
     }
@@ -173,7 +174,7 @@ pub struct DispatchTensor {
     /// Tensor kind primitive.
     pub(crate) kind: DispatchTensorKind,
     // Technically more of a device property, but device is not a dispatch tensor field.
-    #[cfg(feature = "autodiff")]
+    #[cfg(feature = "autodiff-variants")]
     pub(crate) checkpointing: CheckpointingStrategy,
 }
 
@@ -223,7 +224,7 @@ pub enum DispatchTensorKind {
     LibTorch(BackendTensor<LibTorch>),
 
     /// The [autodiff enabled backend](Autodiff) tensor.
-    #[cfg(feature = "autodiff")]
+    #[cfg(feature = "autodiff-variants")]
     Autodiff(Box<DispatchTensorKind>),
 }
 
@@ -248,7 +249,7 @@ impl TensorMetadata for DispatchTensorKind {
             Self::NdArray(tensor) => tensor.dtype(),
             #[cfg(feature = "tch")]
             Self::LibTorch(tensor) => tensor.dtype(),
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             Self::Autodiff(tensor) => tensor.dtype(),
         }
     }
@@ -273,7 +274,7 @@ impl TensorMetadata for DispatchTensorKind {
             Self::NdArray(tensor) => tensor.shape(),
             #[cfg(feature = "tch")]
             Self::LibTorch(tensor) => tensor.shape(),
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             Self::Autodiff(tensor) => tensor.shape(),
         }
     }
@@ -300,7 +301,7 @@ impl QTensorPrimitive for DispatchTensorKind {
             Self::NdArray(tensor) => tensor.scheme(),
             #[cfg(feature = "tch")]
             Self::LibTorch(tensor) => tensor.scheme(),
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             Self::Autodiff(tensor) => tensor.scheme(),
         }
     }

@@ -23,7 +23,7 @@ macro_rules! dispatch_devices_arms {
     ) => {
         match $device {
             // Autodiff arm first
-            #[cfg(feature = "autodiff")]
+            #[cfg(feature = "autodiff-variants")]
             $crate::DispatchDevice::Autodiff(inner) => {
                 // Recursively dispatch on inner
                 dispatch_devices_arms!(
