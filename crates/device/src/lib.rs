@@ -106,7 +106,6 @@ pub fn backend_name(device: &DispatchDevice) -> &'static str {
         #[cfg(feature = "wgpu")]
         DispatchDevice::Wgpu(_) => "wgpu",
         DispatchDevice::Flex(_) => "cpu",
-        _ => "other",
     }
 }
 
