@@ -19,7 +19,7 @@ fn tiny() -> SynthConfig {
 }
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/tests/fixtures").join(name)
 }
 
 #[test]

@@ -244,3 +244,49 @@ fn loaders_and_export_refuse_bad_input() {
     assert!(e.to_string().contains("a-file"), "{e}");
     assert!(!f.dir.path().join("m1").exists(), "nothing is left behind by a refused export");
 }
+
+/// Tests that need more than the quick tier builds (`cargo test --workspace --release` runs them).
+mod slow {
+    use std::path::PathBuf;
+    use std::process::Command;
+
+    /// `cargo test` builds the examples next to the test binaries (`<target>/release/examples`).
+    fn example(name: &str) -> PathBuf {
+        let exe = std::env::current_exe().unwrap();
+        let dir = exe.parent().and_then(|deps| deps.parent()).unwrap().join("examples");
+        let path = dir.join(name);
+        assert!(
+            path.is_file(),
+            "{} is missing: `cargo test --workspace --release` builds it, or `cargo build --release -p learn --example {name}`",
+            path.display()
+        );
+        path
+    }
+
+    /// The example program as a user runs it: burn-train trains, the weights are exported as a
+    /// bundle, and `infer` scores the held-out signers as burn-train's last validation did.
+    #[test]
+    fn the_burn_train_example_trains_exports_and_serves_the_model() {
+        let out = tempfile::tempdir().unwrap();
+        let run = Command::new(example("burn_train_learner"))
+            .args(["--device", "cpu", "--out"])
+            .arg(out.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        assert!(run.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+        let line = stdout.lines().find(|l| l.starts_with("infer (")).unwrap_or_else(|| panic!("{stdout}"));
+        let number_after = |key: &str| -> f64 {
+            let rest = &line[line.find(key).unwrap_or_else(|| panic!("{line}")) + key.len()..];
+            rest.trim_start().split(|c: char| !(c.is_ascii_digit() || c == '.')).next().unwrap().parse().unwrap()
+        };
+        let served = number_after("held-out top-1");
+        let learned = number_after("validation accuracy");
+        assert_eq!(served, learned, "infer and burn-train disagree on the held-out signers: {line}");
+        assert!(served >= 0.5, "8 signs (chance 0.125), the example should learn them: {line}");
+        use bundle::layout::{CARD_FILE, CONFIG_FILE, LABELS_FILE, MODEL_DIR, WEIGHTS_FILE};
+        for file in [WEIGHTS_FILE, CARD_FILE, LABELS_FILE, CONFIG_FILE] {
+            assert!(out.path().join(MODEL_DIR).join(file).is_file(), "the exported bundle lacks {file}");
+        }
+    }
+}

@@ -764,7 +764,7 @@ fn ctc_cases() -> Vec<CtcCase> {
     struct File {
         cases: Vec<CtcCase>,
     }
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ctc_torch.json");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/tests/fixtures/ctc_torch.json");
     serde_json::from_str::<File>(&std::fs::read_to_string(path).unwrap()).unwrap().cases
 }
 
