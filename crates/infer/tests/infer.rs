@@ -695,100 +695,6 @@ fn predict_files_keeps_order_and_names_bad_files() {
     assert!(e.contains("notes.txt: expected a .parquet, .npy, .npz or .pose file"), "{e}");
 }
 
-/// `infer` on WGPU (llvmpipe in CI): the same top-1 as the CPU and probabilities within 1e-4 in
-/// f32, and `bench` and `stream` run there from the CLI.
-#[test]
-fn wgpu_predictions_equal_the_cpus_and_the_cli_runs_there() {
-    let inv = device::probe_for(&device::DeviceSpec::Wgpu(None));
-    if inv.wgpu.adapters.is_empty() {
-        assert!(std::env::var("SIGNFLOW_REQUIRE_WGPU").is_err(), "SIGNFLOW_REQUIRE_WGPU is set but no WGPU adapter");
-        eprintln!("skipped: no WGPU adapter");
-        return;
-    }
-    let t = trained();
-    let (samples, _, _) = validation_files(t);
-    let on_cpu = Predictor::load(&t.run_dir, &cpu(None)).unwrap().predict_batch(&samples).unwrap();
-    let opts = PredictorOptions { device: device::DeviceSpec::Wgpu(None), ..Default::default() };
-    let gpu = Predictor::load(&t.run_dir, &opts).unwrap();
-    assert_eq!(gpu.precision(), Precision::F32, "auto on a software adapter is f32");
-    let on_gpu = gpu.predict_batch(&samples).unwrap();
-    let mut max_dp = 0f32;
-    for (a, b) in on_gpu.iter().zip(&on_cpu) {
-        assert_eq!(a.best().index, b.best().index);
-        for (x, y) in a.top.iter().zip(&b.top) {
-            assert_eq!(x.index, y.index);
-            max_dp = max_dp.max((x.probability - y.probability).abs());
-        }
-    }
-    eprintln!("wgpu vs cpu: {} sequences, same top-1, max |dp| {max_dp:.2e}", samples.len());
-    assert!(max_dp <= 1e-4, "probabilities differ by {max_dp}");
-
-    let model = t.run_dir.display().to_string();
-    let cli = |args: &[&str]| {
-        let o = std::process::Command::new(env!("CARGO_BIN_EXE_infer")).args(args).output().unwrap();
-        (
-            o.status.code(),
-            String::from_utf8_lossy(&o.stdout).into_owned(),
-            String::from_utf8_lossy(&o.stderr).into_owned(),
-        )
-    };
-    let (code, stdout, stderr) =
-        cli(&["bench", "--model", &model, "--device", "wgpu", "--batch", "1,4", "--runs", "5", "--json"]);
-    assert_eq!(code, Some(0), "{stderr}");
-    let rows: Vec<serde_json::Value> = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(rows.iter().map(|r| r["batch"].as_u64().unwrap()).collect::<Vec<_>>(), [1, 4], "{stdout}");
-    assert!(rows.iter().all(|r| r["p50_ms"].as_f64().is_some_and(|ms| ms > 0.0)), "{stdout}");
-    let pre = data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap();
-    let prepared = trainer::resolve::prepare_data(&t.cfg, &pre, false).unwrap();
-    // `stream` on WGPU reports the signs it reports on the CPU, for a held-out clip where the CPU
-    // reports one (a clip shorter than the window, or never confident for `min_hops` evaluations
-    // in a row, reports nothing on either): the surest clips first.
-    let mut order: Vec<usize> = (0..on_cpu.len()).collect();
-    order.sort_by(|&a, &b| on_cpu[b].best().probability.total_cmp(&on_cpu[a].best().probability));
-    let signs = |out: &str| -> Vec<u64> {
-        out.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["index"].as_u64().unwrap()).collect()
-    };
-    let (clip, on_cpu_stream) = order
-        .iter()
-        .take(8)
-        .find_map(|&i| {
-            let clip = prepared.dataset.items[prepared.valid[i]].path.display().to_string();
-            let (code, stdout, stderr) =
-                cli(&["stream", "--model", &model, "--device", "cpu", "--input", &clip, "--json"]);
-            assert_eq!(code, Some(0), "{stderr}");
-            let found = signs(&stdout);
-            (!found.is_empty()).then_some((clip, found))
-        })
-        .expect("the CPU stream reported no sign for any of the 8 surest held-out clips");
-    let (code, stdout, stderr) = cli(&["stream", "--model", &model, "--device", "wgpu", "--input", &clip, "--json"]);
-    assert_eq!(code, Some(0), "{stderr}");
-    assert_eq!(signs(&stdout), on_cpu_stream, "{clip}: wgpu stream vs cpu stream; {stderr}");
-
-    // Choose::Fastest times batch-1 forwards on the CPU and on llvmpipe (allowed explicitly) and
-    // keeps the quicker, with both figures in the reason: the CPU, for this model.
-    let policy = device::SelectionPolicy { allow_software_wgpu: true, ..Default::default() };
-    let opts = PredictorOptions { choose: device::Choose::Fastest, policy, ..Default::default() };
-    let fastest = Predictor::load(&t.run_dir, &opts).unwrap();
-    eprintln!("fastest: {} ({})", fastest.device_name(), fastest.device_reason());
-    assert!(fastest.device_reason().starts_with("fastest of "), "{}", fastest.device_reason());
-    assert_eq!(fastest.device_reason().matches(" ms").count(), 2, "{}", fastest.device_reason());
-    assert!(fastest.device_name().contains("flex"), "{}", fastest.device_reason());
-    assert_eq!(fastest.predict_batch(&samples).unwrap(), on_cpu);
-    let (code, _, stderr) = cli(&[
-        "predict",
-        "--model",
-        &model,
-        "--choose",
-        "fastest",
-        "--allow-software-wgpu",
-        "--input",
-        &clip,
-        "--json",
-    ]);
-    assert_eq!(code, Some(0), "{stderr}");
-    assert!(stderr.contains("fastest of "), "{stderr}");
-}
-
 /// SplitMix64: the test's own seeded stream of numbers.
 struct Rng(u64);
 
@@ -1038,174 +944,282 @@ fn trained_ctc() -> &'static Trained {
     CELL.get_or_init(|| train_with(Some("ctc.toml"), &[]))
 }
 
-#[test]
-fn ctc_transcripts_evaluation_and_stream_agree_with_the_trainer() {
-    use infer::eval::{EvalOptions, Split};
-    let t = trained_ctc();
-    let predictor = Arc::new(Predictor::load(&t.run_dir, &cpu(None)).unwrap());
-    assert_eq!(predictor.card().task, models::Task::Ctc);
-    let pre = Arc::new(data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap());
-    let prepared = trainer::resolve::prepare_data(&t.cfg, &pre, false).unwrap();
+/// Tests that take long (WGPU kernel compilation, whole training runs): `cargo test --workspace
+/// --release` runs them, `cargo quick-test` skips them.
+mod slow {
+    use super::*;
 
-    // `infer eval` scores the held-out signer exactly as the trainer's validation did.
-    let split = Split::from_card(predictor.card(), true).unwrap();
-    let opts = EvalOptions { split, batch: 5, progress: false, ..Default::default() };
-    let report = infer::eval_ctc::evaluate(&predictor, &prepared.root, &opts).unwrap();
-    let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
-    let (_, model) = bundle::load_bundle::<device::Backend>(&t.run_dir.join("model"), &dev).unwrap();
-    let eval = trainer::validate::evaluate(
-        &model,
-        &prepared.dataset,
-        &pre,
-        &prepared.valid,
-        8,
-        1,
-        &trainer::resolve::ctc_decoder(&t.cfg, &prepared.dataset).unwrap().0,
-        &dev,
-    );
-    let ours = eval.sequences.unwrap();
-    eprintln!("{}", report.render());
-    assert_eq!(report.n, prepared.valid.len());
-    assert_eq!((report.greedy, report.beam), (ours.greedy, ours.beam));
-    assert!((report.loss - eval.loss).abs() < 1e-4, "{} vs {}", report.loss, eval.loss);
-    // The error rate configs/ctc.toml states, and beam search at least as good as greedy.
-    assert!(report.beam.cer <= 0.05, "held-out beam CER {} (configs/ctc.toml states <= 0.05)", report.beam.cer);
-    assert!(report.beam.cer <= report.greedy.cer, "beam {:?} vs greedy {:?}", report.beam, report.greedy);
-    // The card's figures went through JSON text: equal to the last bit is not promised.
-    let card = predictor.card().ctc.as_ref().unwrap().valid.expect("validation scores in the card");
-    let (a, b) = (ours.chosen(), &card);
-    for (x, y) in [(a.nld, b.nld), (a.cer, b.cer), (a.wer, b.wer), (a.sequence_accuracy, b.sequence_accuracy)] {
-        assert!((x - y).abs() < 1e-12, "card {b:?} vs validation {a:?}");
-    }
+    #[test]
+    fn ctc_transcripts_evaluation_and_stream_agree_with_the_trainer() {
+        use infer::eval::{EvalOptions, Split};
+        let t = trained_ctc();
+        let predictor = Arc::new(Predictor::load(&t.run_dir, &cpu(None)).unwrap());
+        assert_eq!(predictor.card().task, models::Task::Ctc);
+        let pre = Arc::new(data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap());
+        let prepared = trainer::resolve::prepare_data(&t.cfg, &pre, false).unwrap();
 
-    // Transcribing the files gives the evaluation's hypotheses, with ordered spans in the window.
-    let files: Vec<PathBuf> = report.sequences.iter().map(|s| s.path.clone()).collect();
-    let mut texts = Vec::new();
-    predictor.transcribe_files(&files, 4, |_, r| texts.push(r.unwrap())).unwrap();
-    for (tr, s) in texts.iter().zip(&report.sequences) {
-        assert_eq!(tr.text, s.hypothesis);
-        assert!(tr.tokens.windows(2).all(|w| w[0].end < w[1].start), "{tr:?}");
-        assert!(tr.tokens.iter().all(|k| k.end < predictor.window() && k.confidence > 0.0 && k.confidence <= 1.0));
-        assert!(tr.tokens.iter().all(|k| k.label == predictor.labels()[k.index] && k.index != 0));
-    }
-    // A classifier's call on a CTC model (and the reverse) is an error saying what to call.
-    let sample = predictor.read_file(&files[0]).unwrap();
-    let err = predictor.predict(&sample).unwrap_err().to_string();
-    assert!(err.contains("continuous-recognition (CTC) model") && err.contains("transcribe"), "{err}");
-    let classifier = Predictor::load(&trained().run_dir, &cpu(None)).unwrap();
-    let err = classifier.transcribe(&sample).unwrap_err().to_string();
-    assert!(err.contains("sign classifier") && err.contains("predict"), "{err}");
-
-    // A lexicon. Of every gloss: it allows everything, so beam search is unchanged. Without the
-    // gloss the model most often gets wrong or outputs: that gloss never comes out, greedy
-    // decoding is untouched, and sentences without the gloss are transcribed at least as well.
-    let dir = tempfile::tempdir().unwrap();
-    let glosses = &predictor.labels()[1..];
-    let all_words = dir.path().join("all.txt");
-    std::fs::write(&all_words, glosses.join("\n")).unwrap();
-    let mut constrained = Predictor::load(&t.run_dir, &cpu(None)).unwrap();
-    constrained.set_lexicon(Some(&data::tokens::WordList::read(&all_words).unwrap())).unwrap();
-    let full = infer::eval_ctc::evaluate(&constrained, &prepared.root, &opts).unwrap();
-    assert_eq!((full.lexicon_words, full.beam, full.greedy), (glosses.len(), report.beam, report.greedy));
-    let forbidden = glosses
-        .iter()
-        .max_by_key(|g| report.sequences.iter().filter(|s| s.hypothesis.split(' ').any(|w| w == g.as_str())).count())
-        .unwrap();
-    let some_words = dir.path().join("some.txt");
-    std::fs::write(&some_words, glosses.iter().filter(|g| *g != forbidden).cloned().collect::<Vec<_>>().join(" "))
-        .unwrap();
-    constrained.set_lexicon(Some(&data::tokens::WordList::read(&some_words).unwrap())).unwrap();
-    let some = infer::eval_ctc::evaluate(&constrained, &prepared.root, &opts).unwrap();
-    assert_eq!((some.lexicon_words, some.greedy), (glosses.len() - 1, report.greedy));
-    assert!(some.sequences.iter().all(|s| !s.hypothesis.split(' ').any(|w| w == forbidden)));
-    let edits = |r: &infer::eval_ctc::CtcEvalReport| -> usize {
-        r.sequences.iter().filter(|s| !s.reference.split(' ').any(|w| w == forbidden)).map(|s| s.edits).sum()
-    };
-    eprintln!(
-        "lexicon without {forbidden}: {} edits on sentences without it, {} without the lexicon",
-        edits(&some),
-        edits(&report)
-    );
-    assert!(edits(&some) <= edits(&report));
-    assert!(some.render().contains(&format!("lexicon of {} words", glosses.len() - 1)));
-    let bad_words = dir.path().join("bad.txt");
-    std::fs::write(&bad_words, "sign_00\nsign_00 no_such_sign\n").unwrap();
-    let err = constrained.set_lexicon(Some(&data::tokens::WordList::read(&bad_words).unwrap())).unwrap_err();
-    assert!(err.to_string().contains("bad.txt:2: word `no_such_sign`"), "{err}");
-    let err = Predictor::load(&trained().run_dir, &cpu(None)).unwrap().set_lexicon(None).unwrap_err();
-    assert!(err.to_string().contains("sign classifier"), "{err}");
-
-    // Streaming: tokens come out as they settle, in order, and for sentences the model
-    // transcribes exactly (and that fit its window) the stream reports the same signs at the same
-    // frames (±3).
-    let mut exact_sentences = 0;
-    let mut agreed = 0;
-    for (tr, s) in texts.iter().zip(&report.sequences) {
-        let Sample::Landmarks(seq) = predictor.read_file(&s.path).unwrap() else { panic!("landmarks") };
-        // Only sentences that fit the window keep their frame numbers in the transcript.
-        if s.edits > 0 || seq.frames() > predictor.window() {
-            continue;
+        // `infer eval` scores the held-out signer exactly as the trainer's validation did.
+        let split = Split::from_card(predictor.card(), true).unwrap();
+        let opts = EvalOptions { split, batch: 5, progress: false, ..Default::default() };
+        let report = infer::eval_ctc::evaluate(&predictor, &prepared.root, &opts).unwrap();
+        let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
+        let (_, model) = bundle::load_bundle::<device::Backend>(&t.run_dir.join("model"), &dev).unwrap();
+        let eval = trainer::validate::evaluate(
+            &model,
+            &prepared.dataset,
+            &pre,
+            &prepared.valid,
+            8,
+            1,
+            &trainer::resolve::ctc_decoder(&t.cfg, &prepared.dataset).unwrap().0,
+            &dev,
+        );
+        let ours = eval.sequences.unwrap();
+        eprintln!("{}", report.render());
+        assert_eq!(report.n, prepared.valid.len());
+        assert_eq!((report.greedy, report.beam), (ours.greedy, ours.beam));
+        assert!((report.loss - eval.loss).abs() < 1e-4, "{} vs {}", report.loss, eval.loss);
+        // The error rate configs/ctc.toml states, and beam search at least as good as greedy.
+        assert!(report.beam.cer <= 0.05, "held-out beam CER {} (configs/ctc.toml states <= 0.05)", report.beam.cer);
+        assert!(report.beam.cer <= report.greedy.cer, "beam {:?} vs greedy {:?}", report.beam, report.greedy);
+        // The card's figures went through JSON text: equal to the last bit is not promised.
+        let card = predictor.card().ctc.as_ref().unwrap().valid.expect("validation scores in the card");
+        let (a, b) = (ours.chosen(), &card);
+        for (x, y) in [(a.nld, b.nld), (a.cer, b.cer), (a.wer, b.wer), (a.sequence_accuracy, b.sequence_accuracy)] {
+            assert!((x - y).abs() < 1e-12, "card {b:?} vs validation {a:?}");
         }
-        exact_sentences += 1;
-        let mut rec = StreamingRecognizer::new(predictor.clone(), StreamConfig::default()).unwrap();
-        let mut events = Vec::new();
-        for (i, f) in frames_of(&seq).iter().enumerate() {
-            events.extend(rec.push(i as i64, f).unwrap());
-        }
-        events.extend(rec.finish().unwrap());
-        assert!(events.windows(2).all(|w| w[0].end_frame < w[1].start_frame), "{events:?}");
-        let same = events.len() == tr.tokens.len()
-            && events.iter().zip(&tr.tokens).all(|(e, k)| {
-                e.index == k.index
-                    && (e.start_frame - k.start as i64).abs() <= 3
-                    && (e.end_frame - k.end as i64).abs() <= 3
-            });
-        if !same {
-            eprintln!("stream {:?}\ntranscript {:?}", events, tr.tokens);
-        }
-        agreed += usize::from(same);
-    }
-    eprintln!("stream agrees with the whole-sentence transcript on {agreed} of {exact_sentences} sentences");
-    assert!(exact_sentences >= 5, "too few exactly transcribed sentences: {exact_sentences}");
-    assert!(agreed * 10 >= exact_sentences * 9, "stream agreed on {agreed} of {exact_sentences}");
 
-    // The CLI: `predict` prints the transcript, `eval` the error rates.
-    let bin = env!("CARGO_BIN_EXE_infer");
-    let out = std::process::Command::new(bin)
-        .args(["predict", "--device", "cpu", "--model"])
-        .arg(&t.run_dir)
-        .arg("--input")
-        .arg(&files[0])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success() && stdout.contains(&format!("\"{}\"", texts[0].text)), "{stdout}");
-    let out = std::process::Command::new(bin)
-        .args(["eval", "--device", "cpu", "--split", "valid", "--model"])
-        .arg(&t.run_dir)
-        .arg("--data")
-        .arg(&prepared.root)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success() && stdout.contains("beam (width 8)") && stdout.contains("NLD"), "{stdout}");
-    // --lexicon replaces the card's lexicon; one it cannot read is an error naming the line.
-    let eval_with = |lexicon: &Path| {
-        std::process::Command::new(bin)
+        // Transcribing the files gives the evaluation's hypotheses, with ordered spans in the window.
+        let files: Vec<PathBuf> = report.sequences.iter().map(|s| s.path.clone()).collect();
+        let mut texts = Vec::new();
+        predictor.transcribe_files(&files, 4, |_, r| texts.push(r.unwrap())).unwrap();
+        for (tr, s) in texts.iter().zip(&report.sequences) {
+            assert_eq!(tr.text, s.hypothesis);
+            assert!(tr.tokens.windows(2).all(|w| w[0].end < w[1].start), "{tr:?}");
+            assert!(tr.tokens.iter().all(|k| k.end < predictor.window() && k.confidence > 0.0 && k.confidence <= 1.0));
+            assert!(tr.tokens.iter().all(|k| k.label == predictor.labels()[k.index] && k.index != 0));
+        }
+        // A classifier's call on a CTC model (and the reverse) is an error saying what to call.
+        let sample = predictor.read_file(&files[0]).unwrap();
+        let err = predictor.predict(&sample).unwrap_err().to_string();
+        assert!(err.contains("continuous-recognition (CTC) model") && err.contains("transcribe"), "{err}");
+        let classifier = Predictor::load(&trained().run_dir, &cpu(None)).unwrap();
+        let err = classifier.transcribe(&sample).unwrap_err().to_string();
+        assert!(err.contains("sign classifier") && err.contains("predict"), "{err}");
+
+        // A lexicon. Of every gloss: it allows everything, so beam search is unchanged. Without the
+        // gloss the model most often gets wrong or outputs: that gloss never comes out, greedy
+        // decoding is untouched, and sentences without the gloss are transcribed at least as well.
+        let dir = tempfile::tempdir().unwrap();
+        let glosses = &predictor.labels()[1..];
+        let all_words = dir.path().join("all.txt");
+        std::fs::write(&all_words, glosses.join("\n")).unwrap();
+        let mut constrained = Predictor::load(&t.run_dir, &cpu(None)).unwrap();
+        constrained.set_lexicon(Some(&data::tokens::WordList::read(&all_words).unwrap())).unwrap();
+        let full = infer::eval_ctc::evaluate(&constrained, &prepared.root, &opts).unwrap();
+        assert_eq!((full.lexicon_words, full.beam, full.greedy), (glosses.len(), report.beam, report.greedy));
+        let forbidden = glosses
+            .iter()
+            .max_by_key(|g| {
+                report.sequences.iter().filter(|s| s.hypothesis.split(' ').any(|w| w == g.as_str())).count()
+            })
+            .unwrap();
+        let some_words = dir.path().join("some.txt");
+        std::fs::write(&some_words, glosses.iter().filter(|g| *g != forbidden).cloned().collect::<Vec<_>>().join(" "))
+            .unwrap();
+        constrained.set_lexicon(Some(&data::tokens::WordList::read(&some_words).unwrap())).unwrap();
+        let some = infer::eval_ctc::evaluate(&constrained, &prepared.root, &opts).unwrap();
+        assert_eq!((some.lexicon_words, some.greedy), (glosses.len() - 1, report.greedy));
+        assert!(some.sequences.iter().all(|s| !s.hypothesis.split(' ').any(|w| w == forbidden)));
+        let edits = |r: &infer::eval_ctc::CtcEvalReport| -> usize {
+            r.sequences.iter().filter(|s| !s.reference.split(' ').any(|w| w == forbidden)).map(|s| s.edits).sum()
+        };
+        eprintln!(
+            "lexicon without {forbidden}: {} edits on sentences without it, {} without the lexicon",
+            edits(&some),
+            edits(&report)
+        );
+        assert!(edits(&some) <= edits(&report));
+        assert!(some.render().contains(&format!("lexicon of {} words", glosses.len() - 1)));
+        let bad_words = dir.path().join("bad.txt");
+        std::fs::write(&bad_words, "sign_00\nsign_00 no_such_sign\n").unwrap();
+        let err = constrained.set_lexicon(Some(&data::tokens::WordList::read(&bad_words).unwrap())).unwrap_err();
+        assert!(err.to_string().contains("bad.txt:2: word `no_such_sign`"), "{err}");
+        let err = Predictor::load(&trained().run_dir, &cpu(None)).unwrap().set_lexicon(None).unwrap_err();
+        assert!(err.to_string().contains("sign classifier"), "{err}");
+
+        // Streaming: tokens come out as they settle, in order, and for sentences the model
+        // transcribes exactly (and that fit its window) the stream reports the same signs at the same
+        // frames (±3).
+        let mut exact_sentences = 0;
+        let mut agreed = 0;
+        for (tr, s) in texts.iter().zip(&report.sequences) {
+            let Sample::Landmarks(seq) = predictor.read_file(&s.path).unwrap() else { panic!("landmarks") };
+            // Only sentences that fit the window keep their frame numbers in the transcript.
+            if s.edits > 0 || seq.frames() > predictor.window() {
+                continue;
+            }
+            exact_sentences += 1;
+            let mut rec = StreamingRecognizer::new(predictor.clone(), StreamConfig::default()).unwrap();
+            let mut events = Vec::new();
+            for (i, f) in frames_of(&seq).iter().enumerate() {
+                events.extend(rec.push(i as i64, f).unwrap());
+            }
+            events.extend(rec.finish().unwrap());
+            assert!(events.windows(2).all(|w| w[0].end_frame < w[1].start_frame), "{events:?}");
+            let same = events.len() == tr.tokens.len()
+                && events.iter().zip(&tr.tokens).all(|(e, k)| {
+                    e.index == k.index
+                        && (e.start_frame - k.start as i64).abs() <= 3
+                        && (e.end_frame - k.end as i64).abs() <= 3
+                });
+            if !same {
+                eprintln!("stream {:?}\ntranscript {:?}", events, tr.tokens);
+            }
+            agreed += usize::from(same);
+        }
+        eprintln!("stream agrees with the whole-sentence transcript on {agreed} of {exact_sentences} sentences");
+        assert!(exact_sentences >= 5, "too few exactly transcribed sentences: {exact_sentences}");
+        assert!(agreed * 10 >= exact_sentences * 9, "stream agreed on {agreed} of {exact_sentences}");
+
+        // The CLI: `predict` prints the transcript, `eval` the error rates.
+        let bin = env!("CARGO_BIN_EXE_infer");
+        let out = std::process::Command::new(bin)
+            .args(["predict", "--device", "cpu", "--model"])
+            .arg(&t.run_dir)
+            .arg("--input")
+            .arg(&files[0])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && stdout.contains(&format!("\"{}\"", texts[0].text)), "{stdout}");
+        let out = std::process::Command::new(bin)
             .args(["eval", "--device", "cpu", "--split", "valid", "--model"])
             .arg(&t.run_dir)
             .arg("--data")
             .arg(&prepared.root)
-            .arg("--lexicon")
-            .arg(lexicon)
             .output()
-            .unwrap()
-    };
-    let out = eval_with(&some_words);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let expected = format!("lexicon of {} words", glosses.len() - 1);
-    assert!(out.status.success() && stdout.contains(&expected), "{stdout}");
-    let out = eval_with(&bad_words);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.code() == Some(2) && stderr.contains("bad.txt:2: word `no_such_sign`"), "{stderr}");
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && stdout.contains("beam (width 8)") && stdout.contains("NLD"), "{stdout}");
+        // --lexicon replaces the card's lexicon; one it cannot read is an error naming the line.
+        let eval_with = |lexicon: &Path| {
+            std::process::Command::new(bin)
+                .args(["eval", "--device", "cpu", "--split", "valid", "--model"])
+                .arg(&t.run_dir)
+                .arg("--data")
+                .arg(&prepared.root)
+                .arg("--lexicon")
+                .arg(lexicon)
+                .output()
+                .unwrap()
+        };
+        let out = eval_with(&some_words);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let expected = format!("lexicon of {} words", glosses.len() - 1);
+        assert!(out.status.success() && stdout.contains(&expected), "{stdout}");
+        let out = eval_with(&bad_words);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.code() == Some(2) && stderr.contains("bad.txt:2: word `no_such_sign`"), "{stderr}");
+    }
+
+    /// `infer` on WGPU (llvmpipe in CI): the same top-1 as the CPU and probabilities within 1e-4 in
+    /// f32, and `bench` and `stream` run there from the CLI.
+    #[test]
+    fn wgpu_predictions_equal_the_cpus_and_the_cli_runs_there() {
+        let inv = device::probe_for(&device::DeviceSpec::Wgpu(None));
+        if inv.wgpu.adapters.is_empty() {
+            assert!(
+                std::env::var("SIGNFLOW_REQUIRE_WGPU").is_err(),
+                "SIGNFLOW_REQUIRE_WGPU is set but no WGPU adapter"
+            );
+            eprintln!("skipped: no WGPU adapter");
+            return;
+        }
+        let t = trained();
+        let (samples, _, _) = validation_files(t);
+        let on_cpu = Predictor::load(&t.run_dir, &cpu(None)).unwrap().predict_batch(&samples).unwrap();
+        let opts = PredictorOptions { device: device::DeviceSpec::Wgpu(None), ..Default::default() };
+        let gpu = Predictor::load(&t.run_dir, &opts).unwrap();
+        assert_eq!(gpu.precision(), Precision::F32, "auto on a software adapter is f32");
+        let on_gpu = gpu.predict_batch(&samples).unwrap();
+        let mut max_dp = 0f32;
+        for (a, b) in on_gpu.iter().zip(&on_cpu) {
+            assert_eq!(a.best().index, b.best().index);
+            for (x, y) in a.top.iter().zip(&b.top) {
+                assert_eq!(x.index, y.index);
+                max_dp = max_dp.max((x.probability - y.probability).abs());
+            }
+        }
+        eprintln!("wgpu vs cpu: {} sequences, same top-1, max |dp| {max_dp:.2e}", samples.len());
+        assert!(max_dp <= 1e-4, "probabilities differ by {max_dp}");
+
+        let model = t.run_dir.display().to_string();
+        let cli = |args: &[&str]| {
+            let o = std::process::Command::new(env!("CARGO_BIN_EXE_infer")).args(args).output().unwrap();
+            (
+                o.status.code(),
+                String::from_utf8_lossy(&o.stdout).into_owned(),
+                String::from_utf8_lossy(&o.stderr).into_owned(),
+            )
+        };
+        let (code, stdout, stderr) =
+            cli(&["bench", "--model", &model, "--device", "wgpu", "--batch", "1,4", "--runs", "5", "--json"]);
+        assert_eq!(code, Some(0), "{stderr}");
+        let rows: Vec<serde_json::Value> = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(rows.iter().map(|r| r["batch"].as_u64().unwrap()).collect::<Vec<_>>(), [1, 4], "{stdout}");
+        assert!(rows.iter().all(|r| r["p50_ms"].as_f64().is_some_and(|ms| ms > 0.0)), "{stdout}");
+        let pre = data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap();
+        let prepared = trainer::resolve::prepare_data(&t.cfg, &pre, false).unwrap();
+        // `stream` on WGPU reports the signs it reports on the CPU, for a held-out clip where the CPU
+        // reports one (a clip shorter than the window, or never confident for `min_hops` evaluations
+        // in a row, reports nothing on either): the surest clips first.
+        let mut order: Vec<usize> = (0..on_cpu.len()).collect();
+        order.sort_by(|&a, &b| on_cpu[b].best().probability.total_cmp(&on_cpu[a].best().probability));
+        let signs = |out: &str| -> Vec<u64> {
+            out.lines()
+                .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["index"].as_u64().unwrap())
+                .collect()
+        };
+        let (clip, on_cpu_stream) = order
+            .iter()
+            .take(8)
+            .find_map(|&i| {
+                let clip = prepared.dataset.items[prepared.valid[i]].path.display().to_string();
+                let (code, stdout, stderr) =
+                    cli(&["stream", "--model", &model, "--device", "cpu", "--input", &clip, "--json"]);
+                assert_eq!(code, Some(0), "{stderr}");
+                let found = signs(&stdout);
+                (!found.is_empty()).then_some((clip, found))
+            })
+            .expect("the CPU stream reported no sign for any of the 8 surest held-out clips");
+        let (code, stdout, stderr) =
+            cli(&["stream", "--model", &model, "--device", "wgpu", "--input", &clip, "--json"]);
+        assert_eq!(code, Some(0), "{stderr}");
+        assert_eq!(signs(&stdout), on_cpu_stream, "{clip}: wgpu stream vs cpu stream; {stderr}");
+
+        // Choose::Fastest times batch-1 forwards on the CPU and on llvmpipe (allowed explicitly) and
+        // keeps the quicker, with both figures in the reason: the CPU, for this model.
+        let policy = device::SelectionPolicy { allow_software_wgpu: true, ..Default::default() };
+        let opts = PredictorOptions { choose: device::Choose::Fastest, policy, ..Default::default() };
+        let fastest = Predictor::load(&t.run_dir, &opts).unwrap();
+        eprintln!("fastest: {} ({})", fastest.device_name(), fastest.device_reason());
+        assert!(fastest.device_reason().starts_with("fastest of "), "{}", fastest.device_reason());
+        assert_eq!(fastest.device_reason().matches(" ms").count(), 2, "{}", fastest.device_reason());
+        assert!(fastest.device_name().contains("flex"), "{}", fastest.device_reason());
+        assert_eq!(fastest.predict_batch(&samples).unwrap(), on_cpu);
+        let (code, _, stderr) = cli(&[
+            "predict",
+            "--model",
+            &model,
+            "--choose",
+            "fastest",
+            "--allow-software-wgpu",
+            "--input",
+            &clip,
+            "--json",
+        ]);
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(stderr.contains("fastest of "), "{stderr}");
+    }
 }
