@@ -19,7 +19,8 @@ What keeps it honest:
 - `seal` records the fingerprints of the path packages after a build; if anything else built
   into CACHE/target since (a fingerprint newer than the record, or a run that stopped before its
   seal), every mirror file gets a new time, so all path packages rebuild from the mirror's bytes;
-- `.ci/run` retries a failed build once with a clean target directory and says so.
+- `.ci/run` retries a build once with a clean target directory, saying so, when rustc could not
+  read what the cache holds.
 """
 import json
 import os
