@@ -12,19 +12,11 @@ import json
 import os
 import re
 import sys
-import tomllib
 from pathlib import Path
 
+from workspace_packages import path_packages
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def path_packages():
-    own, vendored = set(), set()
-    for manifest in ROOT.glob("crates/**/Cargo.toml"):
-        name = tomllib.loads(manifest.read_text()).get("package", {}).get("name")
-        if name:
-            (vendored if "vendor" in manifest.parts else own).add(name)
-    return own, vendored
 
 
 def main(argv):
@@ -45,7 +37,9 @@ def main(argv):
     if not units:
         print("build timings: nothing was compiled (every unit was fresh)")
         return 0
-    own, vendored = path_packages()
+    packages = path_packages(ROOT)
+    own = {name for name, vendored in packages.items() if not vendored}
+    vendored = {name for name, vendored in packages.items() if vendored}
     wall = max(u["start"] + u["duration"] for u in units)
 
     def total(pick):

@@ -29,8 +29,9 @@ import shutil
 import subprocess
 import sys
 import time
-import tomllib
 from pathlib import Path
+
+from workspace_packages import path_packages
 
 STATE = "state.json"
 
@@ -42,19 +43,6 @@ def rustc_version():
 def tracked_files(checkout):
     out = subprocess.run(["git", "-C", str(checkout), "ls-files", "-z"], capture_output=True, check=True).stdout
     return [p for p in out.decode().split("\0") if p]
-
-
-def path_packages(src):
-    """Names of the packages cargo builds from paths (workspace members and vendored crates)."""
-    names = set()
-    for manifest in src.glob("crates/**/Cargo.toml"):
-        try:
-            package = tomllib.loads(manifest.read_text()).get("package", {})
-        except (OSError, tomllib.TOMLDecodeError):
-            continue
-        if isinstance(package.get("name"), str):
-            names.add(package["name"])
-    return sorted(names)
 
 
 def fingerprints(target, names):
