@@ -12,13 +12,15 @@ workspace crate (and the vendored Burn crates under crates/vendor, with everythi
 would rebuild. `prepare` copies the checkout's tracked files into CACHE/src and rewrites only the
 files whose bytes differ, so an unchanged file keeps the time cargo saw when it built it, and
 cargo's own fingerprints decide what to rebuild. Untracked files left in the mirror (test output)
-are deleted, so the mirror holds exactly the checkout's tracked files.
+are deleted, so the mirror holds exactly the checkout's tracked files, apart from cubecl's
+autotune results (`crates/*/target/`, written by the WGPU tests), which are kept.
 
 What keeps it honest:
 - the target directory records the rustc that built it; another toolchain starts it clean;
 - `seal` records the fingerprints of the path packages after a build; if anything else built
-  into CACHE/target since (a fingerprint newer than the record, or a run that stopped before its
-  seal), every mirror file gets a new time, so all path packages rebuild from the mirror's bytes;
+  into CACHE/target since its last seal (a fingerprint newer than the record; a run of ours that
+  stopped before its seal built from the mirror, so cargo judges what it left), every mirror
+  file gets a new time, so all path packages rebuild from the mirror's bytes;
 - `.ci/run` retries a build once with a clean target directory, saying so, when rustc could not
   read what the cache holds.
 """
@@ -34,6 +36,10 @@ from pathlib import Path
 from workspace_packages import path_packages
 
 STATE = "state.json"
+# Untracked files the mirror keeps: cubecl's autotune results, which the WGPU tests write to
+# `target/autotune` next to the crate they run in. Like Mesa's shader cache they only save time:
+# cubecl checks each entry against the kernels it has and tunes again when they differ.
+KEPT = re.compile(r"^crates/[^/]+/target(/|$)")
 
 
 def rustc_version():
@@ -117,6 +123,8 @@ def sync(checkout, mirror):
             copy(src, dst)
             written += 1
     for root, dirs, names in os.walk(mirror, topdown=False):
+        if KEPT.match(str(Path(root).relative_to(mirror))):
+            continue
         for name in names:
             path = Path(root) / name
             if str(path.relative_to(mirror)) not in wanted:
@@ -124,6 +132,8 @@ def sync(checkout, mirror):
                 removed += 1
         for name in dirs:
             path = Path(root) / name
+            if KEPT.match(str(path.relative_to(mirror))):
+                continue
             if path.is_symlink():
                 if str(path.relative_to(mirror)) not in wanted:
                     path.unlink()
@@ -154,7 +164,10 @@ def prepare(cache, checkout):
             say(f"target directory was built by another toolchain ({first_line(state.get('rustc'))}): starting it clean")
             shutil.rmtree(target)
         elif not state.get("sealed"):
-            reason = "the last run stopped before its build completed"
+            # A run stopped mid-build (killed, out of budget) built from this mirror's bytes:
+            # cargo writes a unit's fingerprint only after the unit is complete, so what it left
+            # is judged by cargo like anything else.
+            say("the last run stopped before its build completed; cargo's fingerprints decide what it left")
         else:
             names = path_packages(mirror)
             now = fingerprints(target, names)
