@@ -9,6 +9,8 @@
 //! - [`weights`]: saving and loading weights (`model.mpk`) with shape checks;
 //! - [`atomic`]: atomic file writes and directories staged under a temporary name;
 //! - [`manifest`]: sizes and CRC-32s of a staged directory's files, checked before loading;
+//! - [`torch`]: safetensors out and PyTorch state dicts in, read by [`torch_file`] and
+//!   [`pickle`] (bounded readers of an untrusted `torch.save` archive);
 //! - [`save_bundle`] / [`load_bundle`]: a whole bundle, staged and renamed into place;
 //!   [`write_bundle`] writes its files into a directory the caller stages.
 //!
@@ -26,7 +28,9 @@ pub mod atomic;
 pub mod card;
 pub mod layout;
 pub mod manifest;
+pub mod pickle;
 pub mod torch;
+pub mod torch_file;
 pub mod weights;
 
 use std::path::{Path, PathBuf};

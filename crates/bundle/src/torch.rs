@@ -10,12 +10,15 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use burn::module::Module;
-use burn_store::{BurnToPyTorchAdapter, ModuleSnapshot, PytorchStore, SafetensorsStore};
+use burn::module::{Module, ParamId};
+use burn::tensor::TensorData;
+use burn_store::{
+    Applier, BurnToPyTorchAdapter, ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore, TensorSnapshot,
+};
 use models::kernels::Kernels;
 use models::SignModel;
 
-use crate::weights::guarded;
+use crate::torch_file::TorchFile;
 use crate::{BundleError, ModelCard, Result};
 
 /// Safetensors metadata key holding the model card as JSON.
@@ -35,46 +38,104 @@ pub fn to_safetensors<B: Kernels>(model: &SignModel<B>, card: &ModelCard) -> Res
     store.get_bytes().map_err(|e| invalid(format!("cannot encode the weights as safetensors: {e}")))
 }
 
-/// Write `model`'s weights to `path` as safetensors (see [`to_safetensors`]), atomically.
+/// Write `model`'s weights to `path` as safetensors (see [`to_safetensors`]), atomically. An
+/// existing file is replaced only if it is a safetensors file SignFlow wrote (it carries
+/// [`CARD_METADATA`]); any other file is left alone and the export refused.
 pub fn export_safetensors<B: Kernels>(model: &SignModel<B>, card: &ModelCard, path: &Path) -> Result<()> {
+    if std::fs::symlink_metadata(path).is_ok() && !is_signflow_safetensors(path) {
+        return Err(BundleError::Invalid {
+            path: path.into(),
+            message: "exists and is not a safetensors file SignFlow wrote; it is left as it is: choose another --out"
+                .into(),
+        });
+    }
     let bytes = to_safetensors(model, card)?;
     crate::atomic::write_atomic(path, &bytes)
 }
 
+/// Whether `path` is a plain file in the safetensors layout whose header carries [`CARD_METADATA`]
+/// (reads at most the header, itself at most 16 MB).
+fn is_signflow_safetensors(path: &Path) -> bool {
+    use std::io::Read;
+    let Ok(meta) = std::fs::symlink_metadata(path) else { return false };
+    let Ok(mut f) = std::fs::File::open(path) else { return false };
+    let mut len = [0u8; 8];
+    if !meta.is_file() || f.read_exact(&mut len).is_err() {
+        return false;
+    }
+    let n = u64::from_le_bytes(len);
+    if n > 16 << 20 || n + 8 > meta.len() {
+        return false;
+    }
+    let mut header = Vec::new();
+    f.take(n).read_to_end(&mut header).is_ok()
+        && header.windows(CARD_METADATA.len()).any(|w| w == CARD_METADATA.as_bytes())
+}
+
 /// Load a PyTorch `state_dict` file (`torch.save(model.state_dict(), path)`; a checkpoint dict
 /// with the weights under `state_dict` or `model_state_dict` works too) into `model`, whose
-/// architecture and sizes must match. Every parameter of `model` must be found with the same
-/// shape; extra entries (`num_batches_tracked`) are ignored.
+/// architecture and sizes must match. Every parameter of `model` must be found, floating point
+/// (f32, f64, f16 or bf16) and of the same shape; extra entries (`num_batches_tracked`) are
+/// ignored.
+///
+/// The file is untrusted: it is read by [`crate::torch_file`] (a bounded pickle reader, no code
+/// run), every tensor is checked against the model before its data is read, and the checked
+/// values are applied through safe code, so a crafted file is an error naming the file and the
+/// tensor, never a crash or an allocation the model does not justify.
 pub fn import_pytorch<B: Kernels>(model: SignModel<B>, path: &Path) -> Result<SignModel<B>> {
     let invalid = |message: String| BundleError::Invalid { path: path.into(), message };
     if !path.is_file() {
         return Err(BundleError::io(path, "no such file"));
     }
-    let mut last_err = String::new();
-    for key in [None, Some("state_dict"), Some("model_state_dict")] {
-        let mut store = PytorchStore::from_file(path).skip_enum_variants(true);
-        if let Some(k) = key {
-            store = store.with_top_level_key(k);
-        }
-        // The reader can panic on some malformed pickles: an error instead.
-        let mut attempt = model.clone();
-        match guarded(move || attempt.load_from(&mut store).map(|r| (attempt, r))) {
-            Ok(Ok((loaded, result))) if !result.applied.is_empty() => {
-                if !result.errors.is_empty() {
-                    return Err(invalid(format!("tensors that do not fit the architecture: {:?}", result.errors)));
-                }
-                return Ok(loaded);
-            }
-            Ok(Ok(_)) => last_err = "no tensor of the model found in it".into(),
-            Ok(Err(e)) => last_err = e.to_string(),
-            Err(_) => last_err = "the PyTorch reader failed on this file (truncated or not a torch.save file)".into(),
-        }
-        // A missing tensor under the root says the root is right but the file is of another model.
-        if last_err.contains("Missing") || last_err.contains("missing") {
-            break;
-        }
+    let mut file = TorchFile::open(path)?;
+    let mut expected: Vec<(String, Vec<usize>)> = parameter_shapes(&model).into_iter().collect();
+    expected.sort();
+    let missing: Vec<&str> =
+        expected.iter().map(|(n, _)| n.as_str()).filter(|n| !file.tensors.contains_key(*n)).collect();
+    if !missing.is_empty() {
+        let found: Vec<&str> = file.tensors.keys().map(String::as_str).take(5).collect();
+        return Err(invalid(format!(
+            "cannot import the PyTorch weights: {} of the model's {} tensors are missing ({}{}); the file holds {} tensors ({}{})",
+            missing.len(),
+            expected.len(),
+            missing.iter().take(5).copied().collect::<Vec<_>>().join(", "),
+            if missing.len() > 5 { ", ..." } else { "" },
+            file.tensors.len(),
+            found.join(", "),
+            if file.tensors.len() > 5 { ", ..." } else { "" },
+        )));
     }
-    Err(invalid(format!("cannot import the PyTorch weights: {last_err}")))
+    let mut snapshots = Vec::with_capacity(expected.len());
+    for (name, shape) in &expected {
+        let entry = &file.tensors[name];
+        let declared: Vec<usize> = entry.shape.iter().map(|&d| usize::try_from(d).unwrap_or(usize::MAX)).collect();
+        if &declared != shape {
+            return Err(invalid(format!(
+                "cannot import the PyTorch weights: tensor `{name}` has shape {:?}, the model needs {shape:?}",
+                entry.shape
+            )));
+        }
+        let values = file.read_f32(name)?;
+        let path_stack = name.split('.').map(str::to_owned).collect();
+        snapshots.push(TensorSnapshot::from_data(
+            TensorData::new(values, shape.clone()),
+            path_stack,
+            Vec::new(),
+            ParamId::new(),
+        ));
+    }
+    // Applied by value through `Module::map` (ModuleSnapshot::apply moves the module out of a
+    // reference with ptr::read, which a panic would turn into a double free).
+    let mut applier = Applier::new(snapshots, None, Some(Box::new(PyTorchToBurnAdapter)), true);
+    let model = model.map(&mut applier);
+    let result = applier.into_result();
+    if !result.errors.is_empty() || !result.missing.is_empty() {
+        return Err(invalid(format!(
+            "cannot import the PyTorch weights: tensors that do not fit the architecture: {:?} {:?}",
+            result.errors, result.missing
+        )));
+    }
+    Ok(model)
 }
 
 /// Parameter names and shapes of `model` as [`to_safetensors`] writes them (for messages and
