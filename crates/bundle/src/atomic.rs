@@ -47,8 +47,13 @@ impl StagedDir {
     }
 
     /// Replace `target` with the staged directory. An existing target is moved aside first and
-    /// removed after the rename, so a crash leaves either the old or the new directory.
+    /// removed after the rename, so a crash leaves either the old or the new directory. Only an
+    /// empty target or one SignFlow wrote whole ([`crate::manifest::foreign_entries`]) is replaced;
+    /// anything else is an error naming what is there, and nothing is removed.
     pub fn commit(self) -> Result<PathBuf> {
+        if self.target.exists() || self.target.is_symlink() {
+            check_replaceable(&self.target)?;
+        }
         crate::manifest::write(&self.tmp)?;
         sync_dir(&self.tmp);
         let old = self.target.with_file_name(format!(
@@ -78,6 +83,25 @@ impl Drop for StagedDir {
             let _ = std::fs::remove_dir_all(&self.tmp);
         }
     }
+}
+
+/// Refuse to replace `target` unless it is an empty directory or one SignFlow wrote whole.
+pub fn check_replaceable(target: &Path) -> Result<()> {
+    let refuse = |message: String| Err(BundleError::Invalid { path: target.into(), message });
+    let meta = std::fs::symlink_metadata(target).map_err(|e| BundleError::io(target, e))?;
+    if !meta.is_dir() {
+        return refuse("exists and is not a directory; SignFlow replaces only directories it wrote".into());
+    }
+    let foreign = crate::manifest::foreign_entries(target)?;
+    if foreign.is_empty() {
+        return Ok(());
+    }
+    let shown: Vec<&str> = foreign.iter().take(5).map(String::as_str).collect();
+    refuse(format!(
+        "holds files SignFlow did not write ({}{}); it is left as it is: move them or choose another directory",
+        shown.join(", "),
+        if foreign.len() > 5 { ", ..." } else { "" }
+    ))
 }
 
 fn sync_dir(dir: &Path) {
@@ -118,8 +142,9 @@ mod tests {
     fn a_committed_directory_replaces_the_old_one_whole() {
         let tmp = tempfile::tempdir().unwrap();
         let target = tmp.path().join("model");
-        std::fs::create_dir_all(&target).unwrap();
-        std::fs::write(target.join("old.txt"), "old").unwrap();
+        let old = StagedDir::new(&target).unwrap();
+        write_atomic(&old.tmp.join("old.txt"), b"old").unwrap();
+        old.commit().unwrap();
         let staged = StagedDir::new(&target).unwrap();
         write_atomic(&staged.tmp.join("new.txt"), b"new").unwrap();
         assert!(!target.join("new.txt").exists(), "nothing is visible before the commit");
@@ -130,6 +155,26 @@ mod tests {
         assert_eq!(left, ["model"]);
         crate::manifest::verify(&target, &[]).unwrap();
         assert!(target.join(crate::layout::MANIFEST_FILE).is_file());
+    }
+
+    #[test]
+    fn a_directory_signflow_did_not_write_is_never_replaced() {
+        let tmp = tempfile::tempdir().unwrap();
+        let target = tmp.path().join("model");
+        std::fs::create_dir_all(&target).unwrap();
+        std::fs::write(target.join("keep.txt"), "someone's").unwrap();
+        let staged = StagedDir::new(&target).unwrap();
+        write_atomic(&staged.tmp.join("model.json"), b"{}").unwrap();
+        let e = staged.commit().unwrap_err().to_string();
+        assert!(e.contains("model") && e.contains("did not write (keep.txt)"), "{e}");
+        assert_eq!(std::fs::read_to_string(target.join("keep.txt")).unwrap(), "someone's");
+        let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        assert_eq!(left, ["model"], "the staged copy is removed, the user's directory kept");
+        // A file in the way is not replaced either.
+        std::fs::write(tmp.path().join("best"), "a file").unwrap();
+        let staged = StagedDir::new(&tmp.path().join("best")).unwrap();
+        assert!(staged.commit().unwrap_err().to_string().contains("not a directory"));
+        assert_eq!(std::fs::read_to_string(tmp.path().join("best")).unwrap(), "a file");
     }
 
     #[test]

@@ -91,6 +91,43 @@ pub fn holds_run(dir: &Path) -> bool {
     checkpoints_dir(dir).exists() || dir.join(METRICS_FILE).exists()
 }
 
+/// The names in directory `dir`, sorted; none when it does not exist. A file at `dir` is an error.
+pub fn entries(dir: &Path) -> Result<Vec<String>> {
+    match std::fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(BundleError::io(dir, e)),
+        Ok(m) if !m.is_dir() => {
+            return Err(BundleError::Invalid { path: dir.into(), message: "exists and is not a directory".into() })
+        }
+        Ok(_) => {}
+    }
+    let mut names = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(|e| BundleError::io(dir, e))? {
+        names.push(e.map_err(|e| BundleError::io(dir, e))?.file_name().to_string_lossy().to_string());
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// Refuse `dir` for new output (a run, a bundle) unless it does not exist or is empty: SignFlow
+/// never writes into, overwrites or removes a directory of someone else's files. `what` says
+/// what the directory was to become ("a new run"), `hint` what to do about a directory of ours.
+pub fn check_new_dir(dir: &Path, what: &str, hint: &str) -> Result<()> {
+    let names = entries(dir)?;
+    if names.is_empty() {
+        return Ok(());
+    }
+    let shown: Vec<&str> = names.iter().take(5).map(String::as_str).collect();
+    Err(BundleError::Invalid {
+        path: dir.into(),
+        message: format!(
+            "is not empty ({}{}): {what} needs a new or empty directory, and SignFlow leaves the files there as they are{hint}",
+            shown.join(", "),
+            if names.len() > 5 { ", ..." } else { "" }
+        ),
+    })
+}
+
 /// The bundle a user means by `path`: a bundle directory itself, or a run directory with an
 /// exported `model/`. The error says what `path` is instead (missing, an unfinished run, other).
 pub fn find_model_dir(path: &Path) -> Result<PathBuf> {

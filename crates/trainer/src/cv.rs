@@ -131,6 +131,19 @@ pub fn run_cv(cfg: &ExperimentConfig, folds: usize, dir: Option<PathBuf>) -> Res
         return Err(TrainError::Invalid(format!("--folds {folds}: cross-validation needs 2..=1000 folds")));
     }
     let dir = dir.unwrap_or_else(|| layout::new_run_dir(Path::new(&cfg.training.out_dir), &format!("{}-cv", cfg.name)));
+    // Continuing is allowed on what cross-validation writes (fold-N runs, cv.json); any other
+    // file there is someone else's, and the directory is refused.
+    let foreign: Vec<String> = layout::entries(&dir)?
+        .into_iter()
+        .filter(|n| n != layout::CV_FILE && !n.strip_prefix("fold-").is_some_and(|k| k.parse::<usize>().is_ok()))
+        .collect();
+    if !foreign.is_empty() {
+        return Err(TrainError::Invalid(format!(
+            "{}: holds files cross-validation did not write ({}); choose a new or empty --out",
+            dir.display(),
+            foreign.join(", ")
+        )));
+    }
     std::fs::create_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
     let mut per_fold = Vec::with_capacity(folds);
     for fold in 0..folds {

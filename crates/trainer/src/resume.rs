@@ -1,4 +1,5 @@
-//! Opening a run directory: a new run refuses a directory that already holds one; a resume reads
+//! Opening a run directory: a new run needs a new or empty directory (it refuses one that holds a
+//! run, or anyone's files); a resume reads
 //! the run's saved config, refuses a config that would change the model, its input or the data
 //! order, and finds the newest complete checkpoint.
 
@@ -40,6 +41,7 @@ pub fn open(cfg: &ExperimentConfig, opts: &RunOptions) -> Result<OpenedRun> {
                 run_dir.display()
             )));
         }
+        layout::check_new_dir(&run_dir, "a new run", "; choose another --out")?;
         (None, None)
     };
     Ok(OpenedRun { run_dir, saved, latest })
