@@ -338,7 +338,9 @@ impl SignDataset {
     }
 }
 
-const CACHE_MAGIC: &[u8; 8] = b"SFCACHE1";
+/// Cache files: magic, header length (u64), CRC-32 of everything after it (u32), the JSON header,
+/// the values (f32, little-endian). A file whose CRC or sizes do not match is rebuilt.
+const CACHE_MAGIC: &[u8; 8] = b"SFCACHE2";
 
 /// Identifies the files (path, size, mtime) and the stage-1 preprocessing settings.
 fn cache_key(index: &DatasetIndex, pre: &Preprocessor) -> u64 {
@@ -431,9 +433,13 @@ fn write_cache(path: &Path, key: u64, ds: &SignDataset) -> Result<()> {
     }
     let meta = serde_json::to_vec(&CacheMeta { key, features: ds.features, skipped: ds.skipped.clone(), items })
         .expect("serializable");
-    let mut out = Vec::with_capacity(16 + meta.len() + blob.len());
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&meta);
+    crc.update(&blob);
+    let mut out = Vec::with_capacity(20 + meta.len() + blob.len());
     out.extend_from_slice(CACHE_MAGIC);
     out.extend_from_slice(&(meta.len() as u64).to_le_bytes());
+    out.extend_from_slice(&crc.finalize().to_le_bytes());
     out.extend_from_slice(&meta);
     out.extend_from_slice(&blob);
     write_atomic(path, &out)
@@ -442,19 +448,36 @@ fn write_cache(path: &Path, key: u64, ds: &SignDataset) -> Result<()> {
 fn read_cache(path: &Path, key: u64) -> Result<SignDataset> {
     let bytes = std::fs::read(path).map_err(|e| DataError::io(path, e))?;
     let bad = |m: &str| DataError::invalid(path, format!("corrupt cache: {m}"));
-    if bytes.len() < 16 || &bytes[..8] != CACHE_MAGIC {
+    if bytes.len() < 20 || &bytes[..8] != CACHE_MAGIC {
         return Err(bad("bad magic"));
     }
-    let meta_len = u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes")) as usize;
-    let meta_bytes = bytes.get(16..16 + meta_len).ok_or_else(|| bad("truncated header"))?;
+    let meta_len = usize::try_from(u64::from_le_bytes(bytes[8..16].try_into().expect("8 bytes")))
+        .map_err(|_| bad("header length"))?;
+    let stored_crc = u32::from_le_bytes(bytes[16..20].try_into().expect("4 bytes"));
+    if crc32fast::hash(&bytes[20..]) != stored_crc {
+        return Err(bad("CRC-32 mismatch (the file changed after it was written)"));
+    }
+    let meta_bytes = bytes.get(20..20usize.saturating_add(meta_len)).ok_or_else(|| bad("truncated header"))?;
     let meta: CacheMeta = serde_json::from_slice(meta_bytes).map_err(|e| bad(&e.to_string()))?;
     if meta.key != key {
         return Err(bad("key mismatch"));
     }
-    let mut floats = bytes[16 + meta_len..].chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]));
-    let total: usize = meta.items.iter().map(|i| i.values).sum();
-    if (bytes.len() - 16 - meta_len) / 4 != total {
+    let body = &bytes[20 + meta_len..];
+    let mut floats = body.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+    let total = meta.items.iter().try_fold(0usize, |acc, i| acc.checked_add(i.values));
+    if body.len() % 4 != 0 || Some(body.len() / 4) != total {
         return Err(bad("data length does not match the header"));
+    }
+    for ci in &meta.items {
+        let expected =
+            if ci.landmarks { ci.frame_ids.len().checked_mul(ci.width).and_then(|n| n.checked_mul(3)) } else { None };
+        let consistent = match expected {
+            Some(n) => n == ci.values,
+            None => !ci.landmarks && ci.width > 0 && ci.values % ci.width == 0,
+        };
+        if !consistent {
+            return Err(bad("an item's sizes do not match its values"));
+        }
     }
     let mut items = Vec::with_capacity(meta.items.len());
     for ci in meta.items {

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{write_atomic, DataError, Result};
 use crate::layout::{LandmarkType, NUM_LANDMARKS};
-use crate::sequence::LandmarkSequence;
+use crate::sequence::{LandmarkSequence, MAX_FRAMES};
 
 #[derive(Clone, Copy)]
 enum Kind {
@@ -151,6 +151,17 @@ pub fn read_parquet(path: &Path) -> Result<LandmarkSequence> {
         }
         roots.push(i);
     }
+    // Checked against the footer before reading: a few MB of repeated rows can declare millions.
+    let declared = builder.metadata().file_metadata().num_rows();
+    let most = (MAX_FRAMES * NUM_LANDMARKS) as i64;
+    if declared > most {
+        return Err(DataError::invalid(
+            path,
+            format!(
+                "declares {declared} rows; a recording has at most {MAX_FRAMES} frames of {NUM_LANDMARKS} landmarks ({most} rows)"
+            ),
+        ));
+    }
     let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
     let reader = builder.with_projection(mask).with_batch_size(1 << 16).build().map_err(|e| parquet_err(path, e))?;
 
@@ -192,7 +203,15 @@ pub fn read_parquet(path: &Path) -> Result<LandmarkSequence> {
                 ));
             }
             let v = |k: usize| if xyz[k].is_null(r) { f32::NAN } else { xyz[k].value(r) };
-            frames.entry(frame.value(r)).or_default().push((t.offset() + li as usize, [v(0), v(1), v(2)]));
+            let id = frame.value(r);
+            if frames.len() == MAX_FRAMES && !frames.contains_key(&id) {
+                return Err(DataError::invalid(
+                    path,
+                    format!("row {row}: more than {MAX_FRAMES} distinct frames; a recording has at most {MAX_FRAMES}"),
+                ));
+            }
+            let rows = frames.entry(id).or_default();
+            rows.push((t.offset() + li as usize, [v(0), v(1), v(2)]));
         }
         row_base += batch.num_rows();
     }

@@ -111,9 +111,16 @@ const POSE_PAIRS: [(usize, usize); 16] = [
     (31, 32),
 ];
 
+/// The most landmarks per frame any layout has here (MediaPipe Holistic: 543); selections name
+/// indices below it.
+pub const MAX_POINTS: usize = 4096;
+
 /// Flattened indices of a named subset: `lips`, `left_hand`, `right_hand`, `hands`, `nose`,
 /// `left_eye`, `right_eye`, `eyes`, `pose`, `face`, a single index `"17"` or a range `"500-510"`
 /// (inclusive). `None` for an unknown name.
+///
+/// Indices and ranges must be below [`MAX_POINTS`]: a selection comes from configs and model
+/// cards, which are untrusted, and `0-2000000` must be refused, not enumerated.
 pub fn named_subset(name: &str) -> Option<Vec<usize>> {
     let name = name.trim();
     let group = |t: LandmarkType| (t.offset()..t.offset() + t.count()).collect::<Vec<_>>();
@@ -131,12 +138,16 @@ pub fn named_subset(name: &str) -> Option<Vec<usize>> {
         other => {
             if let Some((a, b)) = other.split_once('-') {
                 let (a, b) = (a.trim().parse::<usize>().ok()?, b.trim().parse::<usize>().ok()?);
-                if a > b {
+                if a > b || b >= MAX_POINTS {
                     return None;
                 }
                 (a..=b).collect()
             } else {
-                vec![other.parse::<usize>().ok()?]
+                let i = other.parse::<usize>().ok()?;
+                if i >= MAX_POINTS {
+                    return None;
+                }
+                vec![i]
             }
         }
     })

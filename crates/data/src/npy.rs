@@ -149,6 +149,11 @@ fn to_sample(path: &Path, array: Array) -> Result<Sample> {
     let Array { shape, data } = array;
     match shape.as_slice() {
         [0, ..] => Err(DataError::EmptySequence { path: path.to_path_buf(), detail: String::new() }),
+        // A zero-width frame holds no values, so the file's size says nothing about the frame count.
+        [_, rest @ ..] if rest.contains(&0) => Err(DataError::invalid(
+            path,
+            format!("shape {shape:?} has a dimension of 0: a frame must hold at least one value"),
+        )),
         [_, f] => Ok(Sample::Features(FeatureSequence { features: *f, data })),
         [frames, points, c @ (2 | 3)] => {
             let mut seq = LandmarkSequence::empty(*frames, *points);

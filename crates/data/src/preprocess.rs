@@ -96,7 +96,7 @@ impl PreprocessConfig {
                 return Err(DataError::Config {
                     key: "preprocess.landmarks".into(),
                     message: format!(
-                        "unknown subset `{name}`; expected lips, hands, left_hand, right_hand, nose, eyes, left_eye, right_eye, pose, face, an index or a range A-B"
+                        "unknown subset `{name}`; expected lips, hands, left_hand, right_hand, nose, eyes, left_eye, right_eye, pose, face, an index or a range A-B below {}", crate::layout::MAX_POINTS
                     ),
                 });
             }
@@ -119,9 +119,10 @@ impl Preprocessor {
     pub fn new(config: PreprocessConfig) -> Result<Self> {
         config.validate()?;
         let mut indices = Vec::new();
+        let mut seen = vec![false; crate::layout::MAX_POINTS];
         for name in &config.landmarks {
             for i in named_subset(name).expect("validated") {
-                if !indices.contains(&i) {
+                if !std::mem::replace(&mut seen[i], true) {
                     indices.push(i);
                 }
             }
@@ -487,6 +488,12 @@ mod tests {
         let p = Preprocessor::new(PreprocessConfig::default()).unwrap();
         let err = p.prepare(&Sample::Landmarks(ramp(3, 75)), Path::new("a.npy")).unwrap_err().to_string();
         assert!(err.starts_with("a.npy: has 75 landmarks per frame but preprocess.landmarks selects index"), "{err}");
+        for huge in ["0-2000000", "4096", "18446744073709551615"] {
+            let err = Preprocessor::new(PreprocessConfig { landmarks: vec![huge.into()], ..Default::default() })
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(&format!("unknown subset `{huge}`")) && err.contains("below 4096"), "{err}");
+        }
         let err =
             Preprocessor::new(PreprocessConfig { landmarks: vec!["tail".into()], ..Default::default() }).unwrap_err();
         assert!(err.to_string().starts_with("config key `preprocess.landmarks`: unknown subset `tail`"), "{err}");

@@ -2,6 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The most frames one recording may have (11 minutes at 30 fps; ISLR clips have tens to
+/// hundreds). Readers refuse more before allocating: a compressed file can declare millions of
+/// rows in a few megabytes, and each ISLR frame takes 6.5 KB in memory.
+pub const MAX_FRAMES: usize = 20_000;
+
 /// Raw landmarks of one recording: `[frames, points, 3]` (x, y, z), `NaN` where the tracker found
 /// nothing. `frame_ids` are the source frame numbers (they may have gaps).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

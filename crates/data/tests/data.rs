@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Float64Array, Int16Array, RecordBatch, StringArray};
+use arrow_array::{ArrayRef, Float64Array, Int16Array, Int32Array, RecordBatch, StringArray};
 use arrow_schema::{Field, Schema};
 use data::dataset::{LoadOptions, OnError, SignDataset};
 use data::index;
@@ -110,6 +110,67 @@ fn cols(n: usize) -> Vec<(&'static str, ArrayRef)> {
         ("y", Arc::new(Float64Array::from(vec![0.5; n]))),
         ("z", Arc::new(Float64Array::from(vec![0.0; n]))),
     ]
+}
+
+/// A few MB of parquet can declare millions of frames (each frame takes 6.5 KB once read): refused
+/// from the footer's row count, or at the first frame past the limit, before the sequence is
+/// allocated.
+#[test]
+fn parquet_with_more_frames_than_a_recording_has_is_refused_before_allocating() {
+    let dir = tempfile::tempdir().unwrap();
+    let frames_cols = |n: usize, frame: Vec<i32>| -> Vec<(&'static str, ArrayRef)> {
+        vec![
+            ("frame", Arc::new(Int32Array::from(frame)) as ArrayRef),
+            ("type", Arc::new(StringArray::from(vec!["face"; n]))),
+            ("landmark_index", Arc::new(Int16Array::from(vec![0i16; n]))),
+            ("x", Arc::new(Float64Array::from(vec![0.5; n]))),
+            ("y", Arc::new(Float64Array::from(vec![0.5; n]))),
+            ("z", Arc::new(Float64Array::from(vec![0.0; n]))),
+        ]
+    };
+    // 1,000,000 rows, each its own frame: 6.5 GB as a sequence.
+    let n = 1_000_000;
+    let p = dir.path().join("frames.parquet");
+    write_table(&p, frames_cols(n, (0..n as i32).collect()));
+    let err = read_parquet(&p).unwrap_err().to_string();
+    let most = data::sequence::MAX_FRAMES;
+    assert!(err.contains(&format!("row {}: more than {most} distinct frames", most + 1)), "{err}");
+    // 11,000,000 rows of one frame: over the rows any recording can have, refused from the footer.
+    let p = dir.path().join("rows.parquet");
+    let batch = |n: usize| {
+        let fields = frames_cols(n, vec![0; n]);
+        let schema = Arc::new(Schema::new(
+            fields.iter().map(|(n, a)| Field::new(*n, a.data_type().clone(), true)).collect::<Vec<_>>(),
+        ));
+        RecordBatch::try_new(schema, fields.into_iter().map(|(_, a)| a).collect()).unwrap()
+    };
+    let one = batch(1_000_000);
+    let mut w = parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&p).unwrap(), one.schema(), None).unwrap();
+    for _ in 0..11 {
+        w.write(&one).unwrap();
+    }
+    w.close().unwrap();
+    let size = std::fs::metadata(&p).unwrap().len();
+    let err = read_parquet(&p).unwrap_err().to_string();
+    assert!(err.contains("declares 11000000 rows; a recording has at most 20000 frames"), "{err} ({size} bytes)");
+}
+
+/// `.npy` shapes with a zero-width dimension hold no data whatever the frame count: refused
+/// (a 129-byte file declaring 2147483647 frames of 0 x 3 values once allocated 8 GB).
+#[test]
+fn npy_with_a_zero_width_dimension_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for (shape, name) in [("(2147483647, 0, 3)", "zero_points.npy"), ("(2147483647, 0)", "zero_features.npy")] {
+        let header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}");
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        bytes.extend_from_slice(&((header.len() + 1) as u16).to_le_bytes());
+        bytes.extend_from_slice(header.as_bytes());
+        bytes.push(b'\n');
+        let p = dir.path().join(name);
+        std::fs::write(&p, &bytes).unwrap();
+        let err = data::npy::read_npy(&p).unwrap_err().to_string();
+        assert!(err.contains(name) && err.contains("has a dimension of 0"), "{err}");
+    }
 }
 
 #[test]
@@ -299,13 +360,26 @@ fn cache_reproduces_the_dataset_and_is_rebuilt_when_corrupt() {
     // Another preprocessing config gets another cache file.
     let pre2 = Preprocessor::new(PreprocessConfig { landmarks: vec!["hands".into()], ..Default::default() }).unwrap();
     assert!(!SignDataset::load(&idx, &pre2, &opts).unwrap().from_cache);
-    // A corrupt cache is ignored and rebuilt.
-    for f in std::fs::read_dir(dir.path().join("cache")).unwrap() {
-        std::fs::write(f.unwrap().path(), b"SFCACHE1garbage").unwrap();
-    }
+    // A cache with one value changed (its sizes all intact) fails its CRC-32 and is rebuilt.
     let third = SignDataset::load(&idx, &pre, &opts).unwrap();
-    assert!(!third.from_cache);
-    assert_eq!(third.items.len(), 24);
+    assert!(third.from_cache);
+    let caches: Vec<_> = std::fs::read_dir(dir.path().join("cache")).unwrap().map(|f| f.unwrap().path()).collect();
+    for f in &caches {
+        let mut bytes = std::fs::read(f).unwrap();
+        let last = bytes.len() - 2;
+        bytes[last] ^= 0x40;
+        std::fs::write(f, &bytes).unwrap();
+    }
+    let rebuilt = SignDataset::load(&idx, &pre, &opts).unwrap();
+    assert!(!rebuilt.from_cache, "a flipped bit in the values must not be loaded");
+    assert_eq!(rebuilt.items.len(), 24);
+    // A corrupt cache is ignored and rebuilt.
+    for f in &caches {
+        std::fs::write(f, b"SFCACHE2garbage").unwrap();
+    }
+    let fourth = SignDataset::load(&idx, &pre, &opts).unwrap();
+    assert!(!fourth.from_cache);
+    assert_eq!(fourth.items.len(), 24);
 }
 
 #[test]

@@ -12,9 +12,66 @@
 //! coordinates; `null`, NaN or an infinite value marks it missing. `frame` is optional (the line
 //! count is used when it is absent).
 
+use std::io::BufRead;
+
 use serde::Deserialize;
 
 use data::layout::{LandmarkType, NUM_LANDMARKS};
+
+/// The default longest line [`read_line`] accepts: a frame of 543 points is about 30 KB of JSON.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 4 << 20;
+
+/// What [`read_line`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Line {
+    /// A line (without its newline) is in the buffer.
+    Text,
+    /// The line was longer than the limit: its first bytes were dropped with the rest of it, and
+    /// this is how long it was (up to its newline or the end of the input).
+    TooLong(usize),
+    /// The input ended.
+    End,
+}
+
+/// Read one line of `input` into `buf` (cleared first), holding at most `max` bytes of it: a
+/// longer line is read through and dropped, so memory stays bounded whatever arrives.
+pub fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> std::io::Result<Line> {
+    buf.clear();
+    let mut len = 0usize;
+    let mut any = false;
+    loop {
+        let chunk = input.fill_buf()?;
+        if chunk.is_empty() {
+            break;
+        }
+        any = true;
+        let (part, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (&chunk[..i], Some(i + 1)),
+            None => (chunk, None),
+        };
+        if len + part.len() <= max {
+            buf.extend_from_slice(part);
+        } else {
+            buf.clear();
+        }
+        len += part.len();
+        let used = done.unwrap_or(part.len());
+        input.consume(used);
+        if done.is_some() {
+            break;
+        }
+    }
+    Ok(match (any, len > max) {
+        (false, _) => Line::End,
+        (true, true) => Line::TooLong(len),
+        (true, false) => {
+            if buf.last() == Some(&b'\r') {
+                buf.pop();
+            }
+            Line::Text
+        }
+    })
+}
 
 /// One frame as it arrives on the wire.
 #[derive(Debug, Deserialize)]
@@ -114,6 +171,22 @@ pub fn encode_frame(frame: i64, points: &[[f32; 3]]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_longer_than_the_limit_are_dropped_whole_and_the_next_one_reads() {
+        let input = [b"short\r\n".to_vec(), vec![b'x'; 10_000], b"\nafter\n".to_vec(), b"tail".to_vec()].concat();
+        let mut r = std::io::BufReader::with_capacity(64, &input[..]);
+        let mut buf = Vec::new();
+        assert_eq!(read_line(&mut r, &mut buf, 100).unwrap(), Line::Text);
+        assert_eq!(buf, b"short");
+        assert_eq!(read_line(&mut r, &mut buf, 100).unwrap(), Line::TooLong(10_000));
+        assert!(buf.capacity() <= 256, "held {} bytes of a line it refused", buf.capacity());
+        assert_eq!(read_line(&mut r, &mut buf, 100).unwrap(), Line::Text);
+        assert_eq!(buf, b"after");
+        assert_eq!(read_line(&mut r, &mut buf, 100).unwrap(), Line::Text);
+        assert_eq!(buf, b"tail");
+        assert_eq!(read_line(&mut r, &mut buf, 100).unwrap(), Line::End);
+    }
 
     #[test]
     fn named_groups_and_flat_layout_give_the_same_points() {
