@@ -96,6 +96,9 @@ enum Command {
         /// Frames with both hands out of view that end a sign (0 = no segmentation at pauses).
         #[arg(long, default_value_t = StreamConfig::default().boundary_frames)]
         boundary_frames: usize,
+        /// `--input -`: the longest JSON line read; a longer one is skipped as a bad frame.
+        #[arg(long, default_value_t = infer::live::DEFAULT_MAX_LINE_BYTES)]
+        max_line_bytes: usize,
         /// auto (the device's choice: f32 on the CPU), f32, f16, bf16, or int8 (the int8 eval
         /// graph on the CPU; conv-transformers).
         #[arg(long, default_value = "auto")]
@@ -409,7 +412,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Stream { model, input, hop, threshold, token_threshold, window, boundary_frames, precision, json } => {
+        Command::Stream {
+            model,
+            input,
+            hop,
+            threshold,
+            token_threshold,
+            window,
+            boundary_frames,
+            max_line_bytes,
+            precision,
+            json,
+        } => {
             let predictor = Arc::new(load(&model, precision, 5)?);
             let cfg = StreamConfig {
                 hop,
@@ -434,12 +448,34 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let mut bad = 0usize;
             if input.as_os_str() == "-" {
                 // Live: JSON lines on stdin, events printed as each sign ends.
-                for (n, line) in std::io::stdin().lines().enumerate() {
-                    let line = line.context("reading stdin")?;
+                let mut stdin = std::io::stdin().lock();
+                let mut buf = Vec::new();
+                for n in 0u64.. {
+                    let line = match infer::live::read_line(&mut stdin, &mut buf, max_line_bytes)
+                        .context("reading stdin")?
+                    {
+                        infer::live::Line::End => break,
+                        infer::live::Line::TooLong(len) => {
+                            bad += 1;
+                            eprintln!(
+                                "error: stdin line {}: {len} bytes, over --max-line-bytes {max_line_bytes} (frame skipped)",
+                                n + 1
+                            );
+                            continue;
+                        }
+                        infer::live::Line::Text => match std::str::from_utf8(&buf) {
+                            Ok(text) => text,
+                            Err(_) => {
+                                bad += 1;
+                                eprintln!("error: stdin line {}: not UTF-8 (frame skipped)", n + 1);
+                                continue;
+                            }
+                        },
+                    };
                     if line.trim().is_empty() {
                         continue;
                     }
-                    match infer::live::parse_frame(&line, n as i64) {
+                    match infer::live::parse_frame(line, n as i64) {
                         Ok(f) => {
                             for e in rec.push(f.frame, &f.points)? {
                                 print(&e)?;
@@ -550,6 +586,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Logits { model, input, out } => {
+            if std::fs::symlink_metadata(&out).is_ok() {
+                bail!("{}: exists; infer does not overwrite files: remove it or choose another --out", out.display());
+            }
             let predictor = load(&model, Compute::Float(PrecisionSetting::F32), 1)?;
             let arrays = data::npy::read_npz_arrays(&input)?;
             let get = |name: &str| arrays.iter().find(|(n, _)| n == name).map(|(_, a)| a);
