@@ -485,6 +485,23 @@ pub struct FaultConfig {
     pub peer_dies_at_step: Option<usize>,
 }
 
+impl FaultConfig {
+    /// The keys set, as `key = value` (for messages).
+    pub fn describe(&self) -> String {
+        let t = toml::Value::try_from(self).expect("fault configs serialize");
+        let default = toml::Value::try_from(FaultConfig::default()).expect("fault configs serialize");
+        t.as_table()
+            .map(|t| {
+                t.iter()
+                    .filter(|(k, v)| default.get(k.as_str()) != Some(v))
+                    .map(|(k, v)| format!("fault.{k} = {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default()
+    }
+}
+
 /// `[training.early_stopping]`: also decides which epoch is "best".
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -961,6 +978,16 @@ impl ExperimentConfig {
     /// The resolved config as TOML (written to `config.toml` in the run directory).
     pub fn to_toml(&self) -> String {
         toml::to_string(self).expect("experiment configs serialize to TOML")
+    }
+
+    /// [`Self::to_toml`] without `[fault]`: what a run directory and an exported model record,
+    /// so a resumed run or a config copied from a bundle never injects failures again.
+    pub fn to_record_toml(&self) -> String {
+        let mut value = toml::Value::try_from(self).expect("experiment configs serialize to TOML");
+        if let Some(table) = value.as_table_mut() {
+            table.remove("fault");
+        }
+        toml::to_string(&value).expect("experiment configs serialize to TOML")
     }
 
     /// Parse a resolved `config.toml` (e.g. from a run directory).

@@ -26,7 +26,7 @@ pub fn write_run_files(run_dir: &Path, run: &ResolvedRun) -> Result<()> {
     if let BatchSource::Searched(report) = &run.batch_source {
         write_json(&run_dir.join(layout::BATCH_SIZE_FILE), report)?;
     }
-    write_atomic(&run_dir.join(layout::CONFIG_FILE), run.config.to_toml().as_bytes())?;
+    write_atomic(&run_dir.join(layout::CONFIG_FILE), run.config.to_record_toml().as_bytes())?;
     Ok(())
 }
 
@@ -53,7 +53,11 @@ pub fn export_model(
     let best_dir = layout::best_dir(run_dir);
     let (export, exported_epoch) = match &state.best {
         Some(b) if best_dir.join(layout::WEIGHTS_FILE).is_file() => (
-            bundle::weights::load_weights(model.valid(), &best_dir, device)?,
+            {
+                // Checked like a checkpoint: a damaged or replaced best/ is an error, not the export.
+                bundle::manifest::verify(&best_dir, &[])?;
+                bundle::weights::load_weights(model.valid(), &best_dir, device)?
+            },
             state.history.iter().find(|h| h.epoch == b.epoch).cloned(),
         ),
         _ => (model.valid(), state.history.last().cloned()),
@@ -76,7 +80,7 @@ pub fn export_model(
         }),
         ..ModelCard::for_dataset(model, cfg.model.clone(), cfg.preprocess.clone(), ds, &data.train)
     };
-    Ok(bundle::save_bundle(&run_dir.join(layout::MODEL_DIR), &export, &card, &cfg.to_toml())?)
+    Ok(bundle::save_bundle(&run_dir.join(layout::MODEL_DIR), &export, &card, &cfg.to_record_toml())?)
 }
 
 /// Distinct dtypes of a model's float parameters.

@@ -1,10 +1,31 @@
 //! The run directory's lock: one trainer writes a run at a time. `run.lock` is held with an
-//! advisory file lock (flock) for the life of the run and names its owner's pid. The OS releases
-//! the lock when the owner dies, so a lock left by a killed trainer is stale and taken over.
+//! advisory file lock (flock) for the life of the run and names its owner (pid and host, for
+//! messages only). The lock alone decides: a pid equal to ours proves nothing (another PID
+//! namespace, another host on a shared disk), so whether this process holds a run's lock is
+//! kept in this process. The OS releases the lock when the owner dies, so a lock left by a
+//! killed trainer is stale and taken over.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// The lock files this process holds (canonical paths).
+static HELD: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn held() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    HELD.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// This process as a lock file names it: `pid N on HOST`.
+fn owner_text() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "an unknown host".into());
+    format!("pid {} on {host}", std::process::id())
+}
 
 use bundle::layout::LOCK_FILE;
 
@@ -15,6 +36,7 @@ use crate::{Result, TrainError};
 pub struct RunLock {
     file: File,
     path: PathBuf,
+    canonical: PathBuf,
 }
 
 /// What taking the lock found.
@@ -31,6 +53,10 @@ impl RunLock {
     /// another live process holds it; a lock whose owner died is taken over with a warning.
     pub fn take(run_dir: &Path) -> Result<Taken> {
         let path = run_dir.join(LOCK_FILE);
+        let canonical = run_dir.canonicalize().map_err(|e| TrainError::io(run_dir, e))?.join(LOCK_FILE);
+        if held().contains(&canonical) {
+            return Ok(Taken::AlreadyOurs);
+        }
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -39,33 +65,33 @@ impl RunLock {
             .open(&path)
             .map_err(|e| TrainError::io(&path, e))?;
         let mut text = String::new();
-        let _ = file.read_to_string(&mut text);
-        let owner: Option<u32> = text.trim().parse().ok();
+        let _ = Read::by_ref(&mut file).take(256).read_to_string(&mut text);
+        let owner = text.trim().chars().filter(|c| !c.is_control()).take(120).collect::<String>();
         match file.try_lock() {
             Ok(()) => {}
-            Err(TryLockError::WouldBlock) if owner == Some(std::process::id()) => return Ok(Taken::AlreadyOurs),
             Err(TryLockError::WouldBlock) => {
                 return Err(TrainError::Invalid(format!(
                     "{} is in use by another trainer ({}, lock {}); wait for it to finish or choose another --out",
                     run_dir.display(),
-                    owner.map_or("pid unknown".into(), |p| format!("pid {p}")),
+                    if owner.is_empty() { "owner unknown".into() } else { owner },
                     path.display()
                 )))
             }
             Err(TryLockError::Error(e)) => return Err(TrainError::io(&path, e)),
         }
-        if let Some(pid) = owner.filter(|&p| p != std::process::id()) {
-            eprintln!("warning: taking over {} from pid {pid}, which ended without releasing it", path.display());
+        if !owner.is_empty() {
+            eprintln!("warning: taking over {} from {owner}, which ended without releasing it", path.display());
         }
-        let pid = std::process::id().to_string();
+        let me = owner_text();
         let write = |f: &mut File| -> std::io::Result<()> {
             f.set_len(0)?;
             f.seek(SeekFrom::Start(0))?;
-            f.write_all(pid.as_bytes())?;
+            f.write_all(me.as_bytes())?;
             f.sync_all()
         };
         write(&mut file).map_err(|e| TrainError::io(&path, e))?;
-        Ok(Taken::Locked(Self { file, path }))
+        held().push(canonical.clone());
+        Ok(Taken::Locked(Self { file, path, canonical }))
     }
 
     /// The lock file.
@@ -79,6 +105,7 @@ impl Drop for RunLock {
         // Cleared, not removed: removing a lock file another process has open lets two hold it.
         let _ = self.file.set_len(0);
         let _ = self.file.unlock();
+        held().retain(|p| p != &self.canonical);
     }
 }
 
@@ -90,12 +117,33 @@ mod tests {
     fn a_second_holder_is_refused_and_a_released_lock_is_taken_again() {
         let tmp = tempfile::tempdir().unwrap();
         let Taken::Locked(first) = RunLock::take(tmp.path()).unwrap() else { panic!("not locked") };
-        assert_eq!(std::fs::read_to_string(first.path()).unwrap(), std::process::id().to_string());
+        assert_eq!(std::fs::read_to_string(first.path()).unwrap(), owner_text());
         assert!(matches!(RunLock::take(tmp.path()).unwrap(), Taken::AlreadyOurs));
         drop(first);
         assert_eq!(std::fs::read_to_string(tmp.path().join(LOCK_FILE)).unwrap(), "");
-        // A pid left by a dead owner (the file is not locked): taken over.
-        std::fs::write(tmp.path().join(LOCK_FILE), "999999999").unwrap();
+        // An owner left by a dead process (the file is not locked): taken over.
+        std::fs::write(tmp.path().join(LOCK_FILE), "pid 999999999 on elsewhere").unwrap();
+        assert!(matches!(RunLock::take(tmp.path()).unwrap(), Taken::Locked(_)));
+    }
+
+    /// A holder in another PID namespace (or on another host) can have our pid: the lock, not
+    /// the pid, decides. Simulated with a second open file description holding the flock and
+    /// naming this very pid.
+    #[test]
+    fn a_holder_with_our_pid_elsewhere_is_still_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let other = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(tmp.path().join(LOCK_FILE))
+            .unwrap();
+        other.try_lock().unwrap();
+        std::fs::write(tmp.path().join(LOCK_FILE), owner_text()).unwrap();
+        let e = RunLock::take(tmp.path()).unwrap_err().to_string();
+        assert!(e.contains("in use by another trainer") && e.contains(&owner_text()), "{e}");
+        drop(other);
         assert!(matches!(RunLock::take(tmp.path()).unwrap(), Taken::Locked(_)));
     }
 }
