@@ -75,9 +75,20 @@ enum Command {
     /// Run the global orchestrator that the machines of a multi-node data-parallel run meet
     /// through (`distributed.orchestrator = "HOST:PORT"`), until interrupted.
     Orchestrator {
-        /// Port to listen on (all interfaces).
+        /// Port to listen on.
         #[arg(long)]
         port: u16,
+        /// Address to listen on: 127.0.0.1 when the whole group is on this machine, else this
+        /// machine's address on the network the nodes share (0.0.0.0: every interface).
+        #[arg(long, default_value = "127.0.0.1")]
+        bind: String,
+        /// File holding the group's shared secret (else SIGNFLOW_GROUP_SECRET), as in
+        /// distributed.secret_file.
+        #[arg(long, default_value = "")]
+        secret_file: String,
+        /// Accept nodes without a secret (a network where every machine is trusted).
+        #[arg(long)]
+        insecure: bool,
     },
     /// Write the `[synthetic]` dataset of the resolved config to a directory (ISLR layout).
     Generate {
@@ -137,9 +148,25 @@ struct TrainArgs {
     /// HOST:PORT of `trainer orchestrator` (sets distributed.orchestrator).
     #[arg(long)]
     orchestrator: Option<String>,
+    /// Allow the config's `[fault]` table, which injects failures (NaN losses, out-of-memory,
+    /// dying peers) to drill recovery; without this flag a config that sets it is refused.
+    #[arg(long)]
+    inject_faults: bool,
 }
 
 impl TrainArgs {
+    /// The resolved config; a `[fault]` table only with `--inject-faults`.
+    fn config(&self) -> Result<trainer::ExperimentConfig, TrainError> {
+        let cfg = self.builder()?.build()?;
+        if !self.inject_faults && cfg.fault != trainer::config::FaultConfig::default() {
+            return Err(TrainError::Invalid(format!(
+                "the config sets [fault] ({}), which injects failures to drill recovery; pass --inject-faults to run it",
+                cfg.fault.describe()
+            )));
+        }
+        Ok(cfg)
+    }
+
     fn builder(&self) -> Result<ConfigBuilder, TrainError> {
         let mut b = match &self.resume {
             Some(run) => {
@@ -241,17 +268,18 @@ fn real_main(cli: Cli) -> Result<(), TrainError> {
         None => train(&cli.train),
         Some(Command::Train(args)) => train(&args),
         Some(Command::Config(args)) => {
-            let cfg = args.builder()?.build()?;
+            let cfg = args.config()?;
             print!("{}", cfg.to_toml());
             Ok(())
         }
         Some(Command::TuneBatch(args)) => {
-            let cfg = args.builder()?.build()?;
+            let cfg = args.config()?;
             let report = trainer::tune::tune_batch(&cfg)?;
             print!("{}", report.render());
             Ok(())
         }
         Some(Command::ProbeBatch { layers, probe_batch }) => {
+            // Internal: the parent wrote this config (faults included, for drills).
             let cfg = layers.builder()?.build()?;
             // A device fault is the probe's answer: report it as an error, not a panic trace.
             let probe = std::panic::catch_unwind(|| trainer::tune::probe_batch(&cfg, probe_batch));
@@ -264,7 +292,7 @@ fn real_main(cli: Cli) -> Result<(), TrainError> {
             Ok(())
         }
         Some(Command::Bench { layers, reference, batch, frames, features, classes, steps, latency_runs, json }) => {
-            let cfg = layers.builder()?.build()?;
+            let cfg = layers.config()?;
             let cfg = match reference {
                 true => trainer::ExperimentConfig {
                     model: models::ModelConfig::ConvTransformer(models::ConvTransformerConfig::default()),
@@ -289,17 +317,16 @@ fn real_main(cli: Cli) -> Result<(), TrainError> {
                     r.display()
                 )));
             }
-            let cfg = layers.builder()?.build()?;
+            let cfg = layers.config()?;
             let summary = trainer::cv::run_cv(&cfg, folds, layers.out.clone())?;
             print!("{}", summary.render());
             Ok(())
         }
-        Some(Command::Orchestrator { port }) => {
-            println!("orchestrator listening on port {port} (all interfaces); Ctrl-C stops it");
-            trainer::dist::orchestrator(port)
+        Some(Command::Orchestrator { port, bind, secret_file, insecure }) => {
+            trainer::dist::orchestrator(port, &bind, &secret_file, insecure)
         }
         Some(Command::Generate { layers, to }) => {
-            let cfg = layers.builder()?.build()?;
+            let cfg = layers.config()?;
             let out = data::synth::generate(&to, &cfg.synthetic, true)?;
             println!("wrote {} sequences of {} classes to {}", out.sequences, out.labels.len(), to.display());
             Ok(())
@@ -308,7 +335,7 @@ fn real_main(cli: Cli) -> Result<(), TrainError> {
 }
 
 fn train(args: &TrainArgs) -> Result<(), TrainError> {
-    let cfg = args.builder()?.build()?;
+    let cfg = args.config()?;
     let opts = RunOptions {
         run_dir: args.resume.clone().or_else(|| args.out.clone()),
         resume: args.resume.is_some(),

@@ -6,6 +6,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use trainer::config::{BatchSize, ConfigBuilder, ExperimentConfig, FlagOverride, DEFAULT_TOML};
+use trainer::dist::security::SECRET_ENV;
 use trainer::{run, RunOptions};
 
 fn configs_dir() -> PathBuf {
@@ -1192,6 +1193,10 @@ fn out_of_memory_continues_from_the_checkpoint_with_half_the_micro_batch() {
     assert_eq!((f[1].step, f[1].resumed_from_step, f[1].micro_batch, f[1].accumulation_steps), (10, 8, [4, 2], [2, 4]));
     assert_eq!(f[0].kind, trainer::fault::FaultKind::OutOfMemory);
     let run_dir = tmp.path().join("oom");
+    for recorded in ["config.toml", "model/config.toml"] {
+        let text = std::fs::read_to_string(run_dir.join(recorded)).unwrap();
+        assert!(!text.contains("oom_at_steps"), "{recorded} must not carry the injected faults: {text}");
+    }
     let ev = events(&run_dir);
     let faults: Vec<_> = ev.iter().filter(|e| e["kind"] == "device_fault").collect();
     assert_eq!(faults.len(), 2, "{ev:?}");
@@ -1249,10 +1254,20 @@ fn out_of_memory_that_cannot_be_recovered_is_a_clear_error() {
     );
     let config = write(tmp.path(), "oom.toml", &cfg.to_toml());
     let run_dir = tmp.path().join("oom1");
-    let out = Command::new(env!("CARGO_BIN_EXE_trainer"))
-        .args(["--config", &config.display().to_string(), "--out", &run_dir.display().to_string()])
-        .output()
-        .unwrap();
+    let trainer = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_trainer"))
+            .args(["--config", &config.display().to_string(), "--out", &run_dir.display().to_string()])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // A config that injects faults runs only with the flag that says so.
+    let out = trainer(&[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("fault.oom_at_steps = [2]") && stderr.contains("--inject-faults"), "{stderr}");
+    assert!(!run_dir.exists());
+    let out = trainer(&["--inject-faults"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(stderr.contains("out of memory at step 2") && stderr.contains("micro-batch 1"), "{stderr}");
@@ -1260,6 +1275,9 @@ fn out_of_memory_that_cannot_be_recovered_is_a_clear_error() {
     assert!(stderr.contains("micro-batch 2 -> 1"), "the first fault was recovered: {stderr}");
     assert_eq!(trainer::checkpoint::list(&run_dir).last().map(|c| c.0), Some(2), "checkpoints kept");
     assert!(run_dir.join("config.toml").is_file() && !run_dir.join("summary.json").exists());
+    // The run records its config without [fault]: a resume does not inject the faults again.
+    let recorded = std::fs::read_to_string(run_dir.join("config.toml")).unwrap();
+    assert!(!recorded.contains("[fault]") && !recorded.contains("oom_at_steps"), "{recorded}");
 
     let cfg = smoke(tmp.path(), &["fault.oom_at_steps=[1]", "recovery.max_device_faults=0"]);
     let err = run(cfg, RunOptions { run_dir: Some(tmp.path().join("limit")), ..Default::default() }).unwrap_err();
@@ -2117,13 +2135,30 @@ mod slow {
             let refs: Vec<&str> = sets.iter().map(String::as_str).collect();
             write(tmp.path(), &format!("node{rank}.toml"), &smoke(tmp.path(), &refs).to_toml())
         };
+        // Every process of the group holds the secret; the orchestrator and the data servers
+        // listen on 127.0.0.1 only (the default node_address and --bind).
         let trainer = |args: &[&str]| {
             let mut c = Command::new(env!("CARGO_BIN_EXE_trainer"));
-            c.args(args).stdout(Stdio::null()).stderr(Stdio::piped());
+            c.args(args).stdout(Stdio::null()).stderr(Stdio::piped()).env(SECRET_ENV, "the group's secret, 32 bytes..");
             c
         };
         let mut procs = Procs(vec![trainer(&["orchestrator", "--port", &orch.to_string()]).spawn().unwrap()]);
         let (c0, c1) = (node_cfg(0, free_port(), &[]), node_cfg(1, free_port(), &[]));
+        // Without a secret a node refuses to start; with another secret the orchestrator refuses
+        // it (and says so), before it could register and block the real group.
+        let out = trainer(&["--config", &c1.display().to_string()]).env_remove(SECRET_ENV).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("needs a shared secret"), "{stderr}");
+        let t0 = Instant::now();
+        let out = trainer(&["--config", &c1.display().to_string()])
+            .env(SECRET_ENV, "someone else's secret!")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(stderr.contains("does not accept this group's secret"), "{stderr}");
+        eprintln!("a node with another secret stopped after {:?}", t0.elapsed());
         let run_dir = tmp.path().join("two");
         let node1 = trainer(&["--config", &c1.display().to_string()]).spawn().unwrap();
         procs.0.push(node1);
@@ -2160,9 +2195,11 @@ mod slow {
         assert!(stderr.contains("node 1"), "{stderr}");
         assert!(t0.elapsed() < Duration::from_secs(40), "node 0 took {:?} to stop", t0.elapsed());
         // The orchestrator keeps the dead session's registrations: a new group needs a new one.
-        let _ = procs.0[0].kill();
-        let _ = procs.0[0].wait();
-        procs.0[0] = trainer(&["orchestrator", "--port", &orch.to_string()]).spawn().unwrap();
+        let mut old = procs.0.remove(0);
+        let _ = old.kill();
+        let log = String::from_utf8_lossy(&old.wait_with_output().unwrap().stderr).to_string();
+        assert!(log.contains("refused a connection from 127.0.0.1:") && log.contains("secret"), "orchestrator: {log}");
+        procs.0.insert(0, trainer(&["orchestrator", "--port", &orch.to_string()]).spawn().unwrap());
         let node1 = trainer(&["--config", &c1.display().to_string()]).spawn().unwrap();
         procs.0.push(node1);
         let out = trainer(&["--resume", &run_dir.display().to_string()]).output().unwrap();

@@ -44,6 +44,14 @@ pub struct DistributedConfig {
     /// Seconds the group waits for a silent peer before it stops with an error naming it. It must
     /// exceed the longest pause between steps (validation, checkpoint writes).
     pub timeout_s: u64,
+    /// A file holding the group's shared secret (at least 16 bytes; surrounding whitespace is
+    /// ignored), when `nodes > 1`; else the `SIGNFLOW_GROUP_SECRET` environment variable. Every
+    /// node and the orchestrator must hold the same secret. The secret itself never goes in a
+    /// config.
+    pub secret_file: String,
+    /// Run a multi-node group without a secret: any machine that reaches its ports can join it.
+    /// Only for a network where every machine is trusted; a warning says so at start.
+    pub insecure: bool,
 }
 
 impl Default for DistributedConfig {
@@ -59,6 +67,8 @@ impl Default for DistributedConfig {
             node_address: "127.0.0.1".into(),
             data_port: 0,
             timeout_s: 300,
+            secret_file: String::new(),
+            insecure: false,
         }
     }
 }

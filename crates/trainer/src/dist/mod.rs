@@ -25,6 +25,7 @@ pub mod config;
 pub mod flat;
 mod peer;
 pub mod protocol;
+pub mod security;
 mod watch;
 
 pub use peer::serve_node;
@@ -109,18 +110,22 @@ impl Workload {
     }
 }
 
-/// The collective's configuration for this machine.
-pub fn collective_config(cfg: &DistributedConfig) -> CollectiveConfig {
+/// The collective's configuration for this machine. For a multi-node group this also sets the
+/// process's network security up: its data server listens on `node_address` only, and every
+/// connection proves the group's secret ([`security`]).
+pub fn collective_config(cfg: &DistributedConfig) -> Result<CollectiveConfig> {
     let c = CollectiveConfig::default().with_num_devices(cfg.local_peers());
     if cfg.nodes <= 1 {
-        return c;
+        return Ok(c);
     }
+    let secret = security::group_secret(&cfg.secret_file, cfg.insecure)?;
+    security::secure(security::bind_address(&cfg.node_address, "distributed.node_address")?, secret);
     let addr = |s: String| s.parse::<burn_communication::Address>().expect("addresses parse from any string");
     let ws = |s: &str| if s.contains("://") { s.to_string() } else { format!("ws://{s}") };
-    c.with_num_nodes(cfg.nodes)
+    Ok(c.with_num_nodes(cfg.nodes)
         .with_global_address(addr(ws(cfg.orchestrator.trim())))
         .with_node_address(addr(format!("{}:{}", ws(cfg.node_address.trim()), cfg.data_port)))
-        .with_data_service_port(cfg.data_port)
+        .with_data_service_port(cfg.data_port))
 }
 
 /// This machine's devices for `[distributed] devices` (`gpus` = every CUDA GPU).
@@ -252,7 +257,7 @@ impl Group {
         compute: FloatDType,
     ) -> Result<Self> {
         let d = &cfg.distributed;
-        let collective = collective_config(d);
+        let collective = collective_config(d)?;
         let total = d.total_peers();
         let watch = Watch::new(d, devices);
         let info = peer_infos(d, devices, &cfg.device.device.to_string());
@@ -508,8 +513,12 @@ fn peer_infos(d: &DistributedConfig, devices: &[device::SelectedDevice], fallbac
 }
 
 /// Run the global orchestrator that the nodes of a multi-machine group meet through, until the
-/// process is interrupted.
-pub fn orchestrator(port: u16) -> Result<()> {
+/// process is interrupted. It listens on `bind` only, and every node must prove the group's
+/// secret (`secret_file`, else `SIGNFLOW_GROUP_SECRET`; none only with `insecure`).
+pub fn orchestrator(port: u16, bind: &str, secret_file: &str, insecure: bool) -> Result<()> {
+    let secret = security::group_secret(secret_file, insecure)?;
+    security::secure(security::bind_address(bind, "--bind")?, secret);
+    println!("orchestrator listening on {bind}:{port}; Ctrl-C stops it");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

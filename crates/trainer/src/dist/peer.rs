@@ -108,7 +108,7 @@ fn serve_peer(link: &Link, work: &Workload, collective: CollectiveConfig, die_at
 /// > 0`), until the leader stops the run.
 pub fn serve_node(cfg: &crate::ExperimentConfig, work: Workload, devices: &[device::SelectedDevice]) -> Result<()> {
     let d = &cfg.distributed;
-    let collective = collective_config(d);
+    let collective = collective_config(d)?;
     let watch = Watch::new(d, devices);
     let mut threads = Vec::new();
     for (i, dev) in devices.iter().enumerate() {

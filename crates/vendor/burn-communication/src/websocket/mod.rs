@@ -1,5 +1,6 @@
 mod base;
 mod client;
+pub mod security;
 mod server;
 
 pub use base::*;
