@@ -201,7 +201,7 @@ fn crafted_pytorch_files_are_refused_with_what_is_wrong() {
                 d,
                 "memo.pt",
                 pickle_of(
-                    [&b"\x80\x02}q\x00X\x01\x00\x00\x00a](K\x01K\x02eq\x01]("[..], &b"h\x01".repeat(1_000_000)[..], &b"es."[..]]
+                    [&b"\x80\x02}q\x00X\x01\x00\x00\x00a](K\x01K\x02eq\x010]("[..], &b"h\x01".repeat(1_000_000)[..], &b"es."[..]]
                         .concat(),
                 ),
             ),
