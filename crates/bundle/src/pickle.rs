@@ -9,7 +9,9 @@
 //!   the three calls of a state dict (`OrderedDict`, `_rebuild_tensor_v2`, `_rebuild_parameter`)
 //!   are modelled.
 //!
-//! Memory is linear in the pickle's length: each opcode adds at most one arena entry.
+//! Memory is linear in the pickle's length (each opcode adds at most one arena entry) and capped:
+//! at most [`MAX_ITEMS`] objects, stack entries, marks and memo entries (a state dict needs a few
+//! per tensor), so a pickle of a few MB cannot make it hold more than a few hundred MB.
 
 use std::collections::HashMap;
 
@@ -131,12 +133,24 @@ impl std::fmt::Display for PickleError {
 
 type Res<T> = std::result::Result<T, String>;
 
+/// The most objects, stack entries, marks or memo entries a pickle may create (a state dict of a
+/// thousand tensors needs about fifteen thousand).
+pub const MAX_ITEMS: usize = 2_000_000;
+
 /// Parse `bytes` as one pickle.
 pub fn parse(bytes: &[u8]) -> std::result::Result<Pickle, PickleError> {
     let mut m =
         Machine { bytes, pos: 0, stack: Vec::new(), marks: Vec::new(), memo: HashMap::new(), arena: Vec::new() };
     loop {
         let at = m.pos;
+        if m.arena.len() > MAX_ITEMS
+            || m.stack.len() > MAX_ITEMS
+            || m.marks.len() > MAX_ITEMS
+            || m.memo.len() > MAX_ITEMS
+        {
+            let message = format!("more than {MAX_ITEMS} objects; a state dict has a few per tensor");
+            return Err(PickleError { at, message });
+        }
         match m.step() {
             Ok(Some(root)) => return Ok(Pickle { arena: m.arena, root }),
             Ok(None) => {}
@@ -607,6 +621,11 @@ mod tests {
         bomb.extend(b"e.");
         let p = parse(&bomb).unwrap();
         assert_eq!(p.arena.len(), 2);
+        // Past the cap: refused, not held.
+        let mut flat = b"\x80\x02(".to_vec();
+        flat.extend(b"K\x01".repeat(MAX_ITEMS + 1));
+        flat.extend(b"l.");
+        assert!(parse(&flat).unwrap_err().message.contains("more than 2000000 objects"));
         assert!(parse(b"\x80\x02K\x01").unwrap_err().message.contains("without STOP"));
         assert!(parse(b"\x80\x02h\x07.").unwrap_err().message.contains("memo entry 7"));
         assert!(parse(b"\x80\x02K\x01(a.").unwrap_err().message.contains("past a mark"));
