@@ -96,11 +96,9 @@ pub fn check_replaceable(target: &Path) -> Result<()> {
     if foreign.is_empty() {
         return Ok(());
     }
-    let shown: Vec<&str> = foreign.iter().take(5).map(String::as_str).collect();
     refuse(format!(
-        "holds files SignFlow did not write ({}{}); it is left as it is: move them or choose another directory",
-        shown.join(", "),
-        if foreign.len() > 5 { ", ..." } else { "" }
+        "holds files SignFlow did not write ({}); it is left as it is: move them or choose another directory",
+        crate::layout::first_names(&foreign)
     ))
 }
 

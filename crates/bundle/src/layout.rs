@@ -109,6 +109,12 @@ pub fn entries(dir: &Path) -> Result<Vec<String>> {
     Ok(names)
 }
 
+/// The first five of `names`, comma-separated, with `, ...` when there are more (for messages).
+pub fn first_names<S: AsRef<str>>(names: &[S]) -> String {
+    let shown: Vec<&str> = names.iter().take(5).map(AsRef::as_ref).collect();
+    format!("{}{}", shown.join(", "), if names.len() > 5 { ", ..." } else { "" })
+}
+
 /// Refuse `dir` for new output (a run, a bundle) unless it does not exist or is empty: SignFlow
 /// never writes into, overwrites or removes a directory of someone else's files. `what` says
 /// what the directory was to become ("a new run"), `hint` what to do about a directory of ours.
@@ -117,13 +123,11 @@ pub fn check_new_dir(dir: &Path, what: &str, hint: &str) -> Result<()> {
     if names.is_empty() {
         return Ok(());
     }
-    let shown: Vec<&str> = names.iter().take(5).map(String::as_str).collect();
     Err(BundleError::Invalid {
         path: dir.into(),
         message: format!(
-            "is not empty ({}{}): {what} needs a new or empty directory, and SignFlow leaves the files there as they are{hint}",
-            shown.join(", "),
-            if names.len() > 5 { ", ..." } else { "" }
+            "is not empty ({}): {what} needs a new or empty directory, and SignFlow leaves the files there as they are{hint}",
+            first_names(&names)
         ),
     })
 }

@@ -93,16 +93,14 @@ pub fn import_pytorch<B: Kernels>(model: SignModel<B>, path: &Path) -> Result<Si
     let missing: Vec<&str> =
         expected.iter().map(|(n, _)| n.as_str()).filter(|n| !file.tensors.contains_key(*n)).collect();
     if !missing.is_empty() {
-        let found: Vec<&str> = file.tensors.keys().map(String::as_str).take(5).collect();
+        let found: Vec<&str> = file.tensors.keys().map(String::as_str).collect();
         return Err(invalid(format!(
-            "cannot import the PyTorch weights: {} of the model's {} tensors are missing ({}{}); the file holds {} tensors ({}{})",
+            "cannot import the PyTorch weights: {} of the model's {} tensors are missing ({}); the file holds {} tensors ({})",
             missing.len(),
             expected.len(),
-            missing.iter().take(5).copied().collect::<Vec<_>>().join(", "),
-            if missing.len() > 5 { ", ..." } else { "" },
-            file.tensors.len(),
-            found.join(", "),
-            if file.tensors.len() > 5 { ", ..." } else { "" },
+            crate::layout::first_names(&missing),
+            found.len(),
+            crate::layout::first_names(&found),
         )));
     }
     let mut snapshots = Vec::with_capacity(expected.len());

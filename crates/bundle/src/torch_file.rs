@@ -130,6 +130,12 @@ impl TorchFile {
                 invalid(format!("a zip archive without the <name>/data.pkl of torch.save{script}"))
             })?;
         let prefix = pkl.trim_end_matches("data.pkl").to_string();
+        let declared = zip.by_name(&pkl).map(|f| f.size()).unwrap_or(0);
+        if declared > MAX_PICKLE_BYTES {
+            return Err(invalid(format!(
+                "{pkl}: {declared} bytes, over the limit of {MAX_PICKLE_BYTES} for a state dict's pickle"
+            )));
+        }
         let pickle_bytes = read_entry(&mut zip, &pkl, MAX_PICKLE_BYTES).map_err(|m| invalid(format!("{pkl}: {m}")))?;
         let pickle = pickle::parse(&pickle_bytes).map_err(|e| invalid(format!("{pkl}: {e}")))?;
         drop(pickle_bytes);
@@ -241,20 +247,15 @@ impl TorchFile {
     }
 }
 
-/// Read at most `limit` bytes of an archive entry; more is an error for the pickle and a prefix
-/// read for storages (the caller checks the length it needs).
+/// Read at most `limit` bytes of an archive entry (the caller checks the length it needs).
 fn read_entry(
     zip: &mut zip::ZipArchive<BufReader<File>>,
     name: &str,
     limit: u64,
 ) -> std::result::Result<Vec<u8>, String> {
     let f = zip.by_name(name).map_err(|e| format!("cannot open it in the archive: {e}"))?;
-    let declared = f.size();
     let mut bytes = Vec::new();
     f.take(limit).read_to_end(&mut bytes).map_err(|e| format!("cannot read it: {e}"))?;
-    if name.ends_with("data.pkl") && declared > limit {
-        return Err(format!("{declared} bytes, over the limit of {limit} for a state dict's pickle"));
-    }
     Ok(bytes)
 }
 
