@@ -232,6 +232,52 @@ pub struct SkippedFile {
 /// Calibration bins (equal width over the confidence of the predicted class).
 pub const ECE_BINS: usize = 15;
 
+/// The files `infer eval --out DIR` writes (a CTC model's report: the first and the last).
+pub const REPORT_FILES: [&str; 4] = ["eval.json", "per_class.csv", "confusion.csv", "predictions.csv"];
+
+/// The largest `eval.json` read to recognise an earlier report.
+const MAX_REPORT_JSON: u64 = 256 << 20;
+
+/// Refuse `dir` for an evaluation report unless it is new, empty, or holds only an earlier report
+/// (nothing but [`REPORT_FILES`], with an `eval.json` that reads as one): a report never
+/// overwrites files of someone else's that happen to share its names.
+pub fn check_report_dir(dir: &Path) -> Result<()> {
+    let names = bundle::layout::entries(dir)?;
+    if names.is_empty() {
+        return Ok(());
+    }
+    let refuse = |why: String| {
+        Err(InferError::File {
+            path: dir.into(),
+            message: format!(
+                "{why}: an evaluation report needs a new or empty directory, or one with only an earlier report in it, and SignFlow leaves the files there as they are"
+            ),
+        })
+    };
+    let foreign: Vec<&String> = names.iter().filter(|n| !REPORT_FILES.contains(&n.as_str())).collect();
+    if !foreign.is_empty() {
+        return refuse(format!(
+            "holds files that are not an evaluation report ({})",
+            bundle::layout::first_names(&foreign)
+        ));
+    }
+    let json = dir.join(REPORT_FILES[0]);
+    let earlier = std::fs::symlink_metadata(&json)
+        .ok()
+        .filter(|m| m.is_file() && m.len() <= MAX_REPORT_JSON)
+        .and_then(|_| std::fs::read(&json).ok())
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .is_some_and(|v| ["model_dir", "data", "split", "n", "engine"].iter().all(|k| v.get(k).is_some()));
+    if !earlier {
+        return refuse(format!(
+            "holds {} without an {} that reads as an evaluation report",
+            bundle::layout::first_names(&names),
+            REPORT_FILES[0]
+        ));
+    }
+    Ok(())
+}
+
 /// Everything an evaluation measured. `eval.json` is this struct without `predictions`
 /// (those go to `predictions.csv`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -481,8 +527,10 @@ impl EvalReport {
     }
 
     /// Write `eval.json`, `per_class.csv`, `confusion.csv` and `predictions.csv` into `dir`
-    /// (created if needed; each file written atomically). Returns the paths.
+    /// (created if needed; each file written atomically), which [`check_report_dir`] must accept.
+    /// Returns the paths.
     pub fn write_dir(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        check_report_dir(dir)?;
         let mut out = Vec::new();
         let mut put = |name: &str, text: String| -> Result<()> {
             let path = dir.join(name);

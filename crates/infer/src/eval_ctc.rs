@@ -132,8 +132,9 @@ impl CtcEvalReport {
     }
 
     /// Write `eval.json` and `predictions.csv` (path, group, reference, hypothesis, edits) into
-    /// `dir` (created), each atomically.
+    /// `dir` (created), each atomically; [`eval::check_report_dir`] must accept `dir`.
     pub fn write_dir(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        eval::check_report_dir(dir)?;
         std::fs::create_dir_all(dir).map_err(|e| InferError::File { path: dir.into(), message: e.to_string() })?;
         let json_path = dir.join("eval.json");
         bundle::atomic::write_json(&json_path, self)?;

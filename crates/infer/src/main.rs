@@ -533,6 +533,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if batch == 0 || top_k == 0 {
                 bail!("--batch and --top-k must be at least 1");
             }
+            if let Some(dir) = &out {
+                // Before the evaluation, not after it: a refused --out costs no time.
+                infer::eval::check_report_dir(dir)?;
+            }
             let predictor = load(&model, precision, top_k)?;
             let split = resolve_split(split, predictor.card(), valid_fraction, split_seed)?;
             let opts = EvalOptions { split, batch, top_k, max_bad_fraction, progress: !json };

@@ -631,6 +631,30 @@ fn eval_cli_prints_the_summary_and_writes_the_report() {
     assert_eq!(best.metric, "valid_top1");
     assert!((report["top1"].as_f64().unwrap() - best.value).abs() < 1e-12);
 
+    // --out takes a directory holding only an earlier report (replaced) and refuses any other
+    // before evaluating, leaving its files as they were, an `eval.json` of someone else's too.
+    let eval_into = |dir: &Path| {
+        let dir = dir.display().to_string();
+        run(&["eval", "--model", &model, "--device", "cpu", "--data", &data, "--split", "valid", "--out", &dir])
+    };
+    let (code, _, stderr) = eval_into(&out);
+    assert_eq!(code, Some(0), "an earlier report is replaced: {stderr}");
+    for (name, theirs) in [("notes", vec![("eval.json", "{\"mine\": 1}")]), ("mixed", vec![("notes.txt", "keep")])] {
+        let dir = tmp.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        for (file, text) in &theirs {
+            std::fs::write(dir.join(file), text).unwrap();
+        }
+        let (code, _, stderr) = eval_into(&dir);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(stderr.contains(&dir.display().to_string()) && stderr.contains("leaves the files there"), "{stderr}");
+        assert!(!stderr.contains("evaluated"), "refused before evaluating: {stderr}");
+        for (file, text) in &theirs {
+            assert_eq!(std::fs::read_to_string(dir.join(file)).unwrap(), *text);
+        }
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), theirs.len(), "nothing added to {name}");
+    }
+
     let (code, _, stderr) = run(&["eval", "--model", &model, "--device", "cpu", "--data", "/no/such/dataset"]);
     assert_eq!(code, Some(2));
     assert!(stderr.contains("/no/such/dataset"), "{stderr}");
