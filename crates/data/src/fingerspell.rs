@@ -18,12 +18,18 @@ use crate::error::{write_atomic, DataError, Result};
 use crate::index::{column, csv_reader, records};
 use crate::islr::{cast, encode_batch, parquet_err, Codec};
 use crate::layout::{LandmarkType, NUM_LANDMARKS};
-use crate::sequence::LandmarkSequence;
+use crate::sequence::{LandmarkSequence, MAX_FRAMES};
 
 /// The layout's sequence list.
 pub const TRAIN_CSV: &str = "train.csv";
 /// The layout's character map (`{"a": 0, …}`), when present.
 pub const CHARACTER_MAP: &str = "character_to_prediction_index.json";
+
+/// The fewest bytes of file a row may take. A row holds 1,629 coordinates (6.5 KB once read);
+/// recorded landmarks take kilobytes a row on disk, so a file declaring more rows than its size
+/// allows at this rate is refused before reading instead of expanding a few MB of repeated rows
+/// into gigabytes.
+pub const MIN_BYTES_PER_ROW: u64 = 256;
 
 /// The coordinate column of `axis` (`x`, `y`, `z`) of flattened landmark `point`.
 pub fn column_name(axis: char, point: usize) -> String {
@@ -118,6 +124,18 @@ pub fn read_file(path: &Path) -> Result<Vec<(i64, LandmarkSequence)>> {
             coords.push(i);
         }
     }
+    // Checked against the footer and the file's size before reading.
+    let declared = u64::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
+    let file_len = std::fs::metadata(path).map_err(|e| DataError::io(path, e))?.len();
+    let most = (file_len / MIN_BYTES_PER_ROW).max(MAX_FRAMES as u64);
+    if declared > most {
+        return Err(DataError::invalid(
+            path,
+            format!(
+                "declares {declared} rows in {file_len} bytes; a file of this size holds at most {most} (one row of 1,629 coordinates per {MIN_BYTES_PER_ROW} bytes, or {MAX_FRAMES} rows)"
+            ),
+        ));
+    }
     let reader = builder.with_batch_size(4096).build().map_err(|e| parquet_err(path, e))?;
     // sequence_id -> frame -> xyz of its 543 points
     let mut sequences: BTreeMap<i64, BTreeMap<i64, Vec<f32>>> = BTreeMap::new();
@@ -145,7 +163,18 @@ pub fn read_file(path: &Path) -> Result<Vec<(i64, LandmarkSequence)>> {
                 }
             }
             let frame = frames.value(r);
-            if sequences.entry(ids.value(r)).or_default().insert(frame, xyz).is_some() {
+            let sequence = sequences.entry(ids.value(r)).or_default();
+            if sequence.len() == MAX_FRAMES && !sequence.contains_key(&frame) {
+                return Err(DataError::invalid(
+                    path,
+                    format!(
+                        "row {}: sequence {} has more than {MAX_FRAMES} frames; a recording has at most {MAX_FRAMES}",
+                        row_base + r + 1,
+                        ids.value(r)
+                    ),
+                ));
+            }
+            if sequence.insert(frame, xyz).is_some() {
                 return Err(DataError::invalid(
                     path,
                     format!("row {}: frame {frame} of sequence {} appears twice", row_base + r + 1, ids.value(r)),

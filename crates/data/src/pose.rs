@@ -151,7 +151,11 @@ pub fn decode(bytes: &[u8]) -> std::result::Result<PoseFile, String> {
         let frames = r.u32("the frame count")? as usize;
         (fps, Some(frames), r.u16("the people count")? as usize)
     };
-    let per_frame = people * points * (dims + 1) * 4;
+    // Each factor is at most 2^32 (points: 2^16 components of 2^16), so the product is checked.
+    let per_person = points.checked_mul(dims + 1).and_then(|v| v.checked_mul(4));
+    let per_frame = per_person
+        .and_then(|v| v.checked_mul(people))
+        .ok_or_else(|| format!("{people} people x {points} points x {} values a frame: size overflows", dims + 1))?;
     if per_frame == 0 && frames_field.unwrap_or(0) > 0 {
         return Err(format!(
             "declares {} frames but no points or people (components: {count}, people: {people})",
@@ -171,6 +175,7 @@ pub fn decode(bytes: &[u8]) -> std::result::Result<PoseFile, String> {
             dims + 1
         ));
     }
+    // `need` covers both (checked above), so these products cannot overflow.
     let data = r.f32s(frames * people * points * dims, "the data")?;
     let confidence = r.f32s(frames * people * points, "the confidence")?;
     Ok(PoseFile { version, dimensions, components, fps, frames, people, dims, data, confidence })

@@ -735,6 +735,31 @@ fn pose_files_from_pose_format_map_onto_the_holistic_layout() {
     assert_eq!(ds.items.len(), 2);
 }
 
+/// A wide (fingerspelling) file of 30,000 rows with every coordinate missing takes a few hundred
+/// KB, and 195 MB once read: refused from its footer, for its size, before any row is read.
+#[test]
+fn fingerspelling_file_declaring_more_rows_than_its_size_holds_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("wide.parquet");
+    let n = 30_000;
+    let names: Vec<String> = ['x', 'y', 'z']
+        .iter()
+        .flat_map(|&a| (0..NUM_LANDMARKS).map(move |i| data::fingerspell::column_name(a, i)))
+        .collect();
+    let mut fields: Vec<(&str, ArrayRef)> = vec![
+        ("sequence_id", Arc::new(arrow_array::Int64Array::from(vec![1i64; n])) as ArrayRef),
+        ("frame", Arc::new(Int32Array::from((0..n as i32).collect::<Vec<_>>()))),
+    ];
+    for name in &names {
+        fields.push((name, arrow_array::new_null_array(&arrow_schema::DataType::Float32, n)));
+    }
+    write_table(&p, fields);
+    let size = std::fs::metadata(&p).unwrap().len();
+    assert!(size < 20_000 * data::fingerspell::MIN_BYTES_PER_ROW, "{size} bytes");
+    let err = data::fingerspell::read_file(&p).unwrap_err().to_string();
+    assert!(err.contains(&p.display().to_string()) && err.contains("declares 30000 rows"), "{err}");
+}
+
 #[test]
 fn fingerspelling_files_read_as_sequences_by_id() {
     let all = data::fingerspell::read_file(&fixture("fingerspell.parquet")).unwrap();
