@@ -78,6 +78,10 @@ enum Command {
         /// Port to listen on.
         #[arg(long)]
         port: u16,
+        /// Nodes in the group (every node's distributed.nodes): a node that declares another
+        /// count is refused, and cannot fix the count for the others.
+        #[arg(long)]
+        nodes: u32,
         /// Address to listen on: 127.0.0.1 when the whole group is on this machine, else this
         /// machine's address on the network the nodes share (0.0.0.0: every interface).
         #[arg(long, default_value = "127.0.0.1")]
@@ -322,8 +326,8 @@ fn real_main(cli: Cli) -> Result<(), TrainError> {
             print!("{}", summary.render());
             Ok(())
         }
-        Some(Command::Orchestrator { port, bind, secret_file, insecure }) => {
-            trainer::dist::orchestrator(port, &bind, &secret_file, insecure)
+        Some(Command::Orchestrator { port, nodes, bind, secret_file, insecure }) => {
+            trainer::dist::orchestrator(port, nodes, &bind, &secret_file, insecure)
         }
         Some(Command::Generate { layers, to }) => {
             let cfg = layers.config()?;

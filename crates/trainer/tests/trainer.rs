@@ -2142,7 +2142,11 @@ mod slow {
             c.args(args).stdout(Stdio::null()).stderr(Stdio::piped()).env(SECRET_ENV, "the group's secret, 32 bytes..");
             c
         };
-        let mut procs = Procs(vec![trainer(&["orchestrator", "--port", &orch.to_string()]).spawn().unwrap()]);
+        let mut procs =
+            Procs(vec![trainer(&["orchestrator", "--port", &orch.to_string(), "--nodes", "2"]).spawn().unwrap()]);
+        // node_cfg writes node<rank>.toml: this one is moved aside before node 1's own is written.
+        let wrong = tmp.path().join("node1-of-3.toml");
+        std::fs::rename(node_cfg(1, free_port(), &["distributed.nodes=3"]), &wrong).unwrap();
         let (c0, c1) = (node_cfg(0, free_port(), &[]), node_cfg(1, free_port(), &[]));
         // Without a secret a node refuses to start; with another secret the orchestrator refuses
         // it (and says so), before it could register and block the real group.
@@ -2159,6 +2163,12 @@ mod slow {
         assert!(!out.status.success(), "{stderr}");
         assert!(stderr.contains("does not accept this group's secret"), "{stderr}");
         eprintln!("a node with another secret stopped after {:?}", t0.elapsed());
+        // A node of the group's secret declaring another group size is refused at registration,
+        // and the real group still forms after it.
+        let out = trainer(&["--config", &wrong.display().to_string()]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(stderr.contains("serves groups of another size"), "{stderr}");
         let run_dir = tmp.path().join("two");
         let node1 = trainer(&["--config", &c1.display().to_string()]).spawn().unwrap();
         procs.0.push(node1);
@@ -2199,7 +2209,7 @@ mod slow {
         let _ = old.kill();
         let log = String::from_utf8_lossy(&old.wait_with_output().unwrap().stderr).to_string();
         assert!(log.contains("refused a connection from 127.0.0.1:") && log.contains("secret"), "orchestrator: {log}");
-        procs.0.insert(0, trainer(&["orchestrator", "--port", &orch.to_string()]).spawn().unwrap());
+        procs.0.insert(0, trainer(&["orchestrator", "--port", &orch.to_string(), "--nodes", "2"]).spawn().unwrap());
         let node1 = trainer(&["--config", &c1.display().to_string()]).spawn().unwrap();
         procs.0.push(node1);
         let out = trainer(&["--resume", &run_dir.display().to_string()]).output().unwrap();

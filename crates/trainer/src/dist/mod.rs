@@ -277,7 +277,7 @@ impl Group {
         watch.enter(0, "registration");
         let reg = register::<InnerBackend>(PeerId(0), device.clone(), collective);
         watch.leave(0);
-        reg.map_err(|e| watch.error(0, "registration", format!("{e:?}")))?;
+        reg.map_err(|e| watch.error(0, "registration", registration_error(&e)))?;
         let params = flat::len(leader_model);
         let hello =
             Hello { batch, accumulation, peers: total, params: params as u64, dtype: protocol::dtype_code(compute) };
@@ -512,17 +512,36 @@ fn peer_infos(d: &DistributedConfig, devices: &[device::SelectedDevice], fallbac
         .collect()
 }
 
-/// Run the global orchestrator that the nodes of a multi-machine group meet through, until the
-/// process is interrupted. It listens on `bind` only, and every node must prove the group's
-/// secret (`secret_file`, else `SIGNFLOW_GROUP_SECRET`; none only with `insecure`).
-pub fn orchestrator(port: u16, bind: &str, secret_file: &str, insecure: bool) -> Result<()> {
+/// Run the global orchestrator that the `nodes` nodes of a multi-machine group meet through,
+/// until the process is interrupted. It listens on `bind` only, every node must prove the group's
+/// secret (`secret_file`, else `SIGNFLOW_GROUP_SECRET`; none only with `insecure`), and a node
+/// that declares another node count is refused without affecting the group.
+pub fn orchestrator(port: u16, nodes: u32, bind: &str, secret_file: &str, insecure: bool) -> Result<()> {
+    if nodes < 2 {
+        return Err(TrainError::Invalid(format!(
+            "--nodes {nodes}: an orchestrator serves groups of at least 2 nodes (one machine needs none)"
+        )));
+    }
     let secret = security::group_secret(secret_file, insecure)?;
     security::secure(security::bind_address(bind, "--bind")?, secret);
-    println!("orchestrator listening on {bind}:{port}; Ctrl-C stops it");
+    println!("orchestrator for groups of {nodes} nodes listening on {bind}:{port}; Ctrl-C stops it");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| TrainError::Invalid(format!("cannot start the orchestrator's runtime: {e}")))?;
-    rt.block_on(burn_collective::start_global_orchestrator(port));
+    rt.block_on(burn_collective::start_global_orchestrator_for(port, Some(nodes)));
     Ok(())
+}
+
+/// A failed registration in words: the orchestrator refuses a node whose `distributed.nodes`
+/// differs from the group's (burn-collective reports it as a parameter mismatch).
+pub(crate) fn registration_error(e: &burn_collective::CollectiveError) -> String {
+    let raw = format!("{e:?}");
+    if raw.contains("RegisterParamsMismatch") {
+        format!(
+            "the orchestrator refused this node: it serves groups of another size (distributed.nodes must be the same on every node and equal `trainer orchestrator --nodes`; {raw})"
+        )
+    } else {
+        raw
+    }
 }

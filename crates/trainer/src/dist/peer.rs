@@ -54,7 +54,7 @@ fn serve_peer(link: &Link, work: &Workload, collective: CollectiveConfig, die_at
     link.watch.enter(rank, "registration");
     let reg = register::<InnerBackend>(PeerId(rank as u32), device.clone(), collective);
     link.watch.leave(rank);
-    reg.map_err(|e| link.watch.error(rank, "registration", format!("{e:?}")))?;
+    reg.map_err(|e| link.watch.error(rank, "registration", super::registration_error(&e)))?;
     let hello = Hello::decode(&link.reduce_host("opening message", vec![0.0; protocol::HELLO_LEN])?)
         .ok_or_else(|| TrainError::Invalid("the leader's opening message is malformed".into()))?;
     let params = flat::len(&model);

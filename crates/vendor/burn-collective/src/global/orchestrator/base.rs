@@ -21,11 +21,12 @@ impl GlobalOrchestrator {
     pub(crate) async fn start<F, S: ProtocolServer + Debug>(
         shutdown_signal: F,
         comms_server: S,
+        expected_nodes: Option<u32>,
     ) -> Result<(), GlobalCollectiveError>
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        let state = GlobalCollectiveState::new();
+        let state = GlobalCollectiveState::new(expected_nodes);
         let server = Self {
             state: Arc::new(tokio::sync::Mutex::new(state)),
         };
@@ -130,8 +131,15 @@ impl GlobalOrchestrator {
 
 /// Start a global orchestrator with WebSocket on the given port
 pub async fn start_global_orchestrator(port: u16) {
+    start_global_orchestrator_for(port, None).await
+}
+
+/// Start a global orchestrator with WebSocket on the given port for groups of `expected_nodes`
+/// nodes: a registration that declares another node count is refused, and cannot fix the count
+/// for the nodes that follow (as the first registration does without it). (SignFlow patch.)
+pub async fn start_global_orchestrator_for(port: u16, expected_nodes: Option<u32>) {
     let server = WsServer::new(port);
-    let res = GlobalOrchestrator::start(os_shutdown_signal(), server).await;
+    let res = GlobalOrchestrator::start(os_shutdown_signal(), server, expected_nodes).await;
     if let Err(err) = res {
         log::error!("Global Collective Orchestrator error: {err:?}");
     }

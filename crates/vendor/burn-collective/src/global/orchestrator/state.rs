@@ -40,7 +40,10 @@ pub(crate) struct GlobalCollectiveState {
     node_peers: HashMap<NodeId, Vec<PeerId>>,
 
     /// How many total nodes for the current register operation, as defined by the first caller
+    /// (or fixed when the orchestrator started: SignFlow patch)
     cur_num_nodes: Option<u32>,
+    /// The node count fixed when the orchestrator started, if any
+    expected_nodes: Option<u32>,
     /// How many peers have registered total
     num_global_peers: u32,
 
@@ -50,12 +53,13 @@ pub(crate) struct GlobalCollectiveState {
 }
 
 impl GlobalCollectiveState {
-    pub fn new() -> Self {
+    pub fn new(expected_nodes: Option<u32>) -> Self {
         Self {
             registered_nodes: HashMap::new(),
             node_addresses: HashMap::new(),
             node_peers: HashMap::new(),
-            cur_num_nodes: None,
+            cur_num_nodes: expected_nodes,
+            expected_nodes,
             num_global_peers: 0,
             register_requests: Vec::new(),
             sessions: HashMap::new(),
@@ -134,6 +138,11 @@ impl GlobalCollectiveState {
         self.node_addresses.remove(&node_id);
         self.node_peers.remove(&node_id);
         self.num_global_peers = 0;
+        if self.registered_nodes.is_empty() {
+            // SignFlow patch: once the group has left, the next group's count is free again (or the
+            // one fixed at start), instead of the first group's until a restart.
+            self.cur_num_nodes = self.expected_nodes;
+        }
 
         let mut register_requests = vec![];
         core::mem::swap(&mut register_requests, &mut self.register_requests);
@@ -172,24 +181,22 @@ impl GlobalCollectiveState {
         num_nodes: u32,
         peers: Vec<PeerId>,
     ) -> Result<(), GlobalCollectiveError> {
-        match &self.cur_num_nodes {
-            Some(cur_num_nodes) => {
-                if *cur_num_nodes != num_nodes {
-                    return Err(GlobalCollectiveError::RegisterParamsMismatch);
-                }
-            }
-            None => {
-                self.cur_num_nodes = Some(num_nodes);
-            }
+        // SignFlow patch: every check before any change, so a refused registration leaves no trace (a
+        // double registration used to count its node and peers before it was refused).
+        if self.cur_num_nodes.is_some_and(|n| n != num_nodes) {
+            return Err(GlobalCollectiveError::RegisterParamsMismatch);
         }
+        if self.registered_nodes.contains_key(&session_id)
+            || self.node_addresses.values().any(|addr| node_addr == *addr)
+        {
+            return Err(GlobalCollectiveError::DoubleRegister);
+        }
+        self.cur_num_nodes = Some(num_nodes);
 
         self.num_global_peers += peers.len() as u32;
 
         let node_id: NodeId = self.registered_nodes.len().into();
         self.registered_nodes.insert(session_id, node_id);
-        if self.node_addresses.values().any(|addr| node_addr == *addr) {
-            return Err(GlobalCollectiveError::DoubleRegister);
-        }
         self.node_addresses.insert(node_id, node_addr);
         self.node_peers.insert(node_id, peers);
 
