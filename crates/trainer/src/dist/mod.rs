@@ -536,12 +536,11 @@ pub fn orchestrator(port: u16, nodes: u32, bind: &str, secret_file: &str, insecu
 /// A failed registration in words: the orchestrator refuses a node whose `distributed.nodes`
 /// differs from the group's (burn-collective reports it as a parameter mismatch).
 pub(crate) fn registration_error(e: &burn_collective::CollectiveError) -> String {
-    let raw = format!("{e:?}");
-    if raw.contains("RegisterParamsMismatch") {
-        format!(
-            "the orchestrator refused this node: it serves groups of another size (distributed.nodes must be the same on every node and equal `trainer orchestrator --nodes`; {raw})"
-        )
-    } else {
-        raw
+    match e {
+        // The orchestrator's error type is not exported; its variant name is what tells.
+        burn_collective::CollectiveError::Global(g) if format!("{g:?}") == "RegisterParamsMismatch" => format!(
+            "the orchestrator refused this node: it serves groups of another size (distributed.nodes must be the same on every node and equal `trainer orchestrator --nodes`; {e:?})"
+        ),
+        _ => format!("{e:?}"),
     }
 }
