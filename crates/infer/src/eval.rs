@@ -232,8 +232,16 @@ pub struct SkippedFile {
 /// Calibration bins (equal width over the confidence of the predicted class).
 pub const ECE_BINS: usize = 15;
 
+/// The report itself, in every `infer eval --out DIR`.
+pub const REPORT_JSON: &str = "eval.json";
+/// Per-class precision, recall and F1 (classification).
+pub const PER_CLASS_CSV: &str = "per_class.csv";
+/// The confusion matrix (classification).
+pub const CONFUSION_CSV: &str = "confusion.csv";
+/// One row per evaluated sequence.
+pub const PREDICTIONS_CSV: &str = "predictions.csv";
 /// The files `infer eval --out DIR` writes (a CTC model's report: the first and the last).
-pub const REPORT_FILES: [&str; 4] = ["eval.json", "per_class.csv", "confusion.csv", "predictions.csv"];
+pub const REPORT_FILES: [&str; 4] = [REPORT_JSON, PER_CLASS_CSV, CONFUSION_CSV, PREDICTIONS_CSV];
 
 /// The largest `eval.json` read to recognise an earlier report.
 const MAX_REPORT_JSON: u64 = 256 << 20;
@@ -261,7 +269,7 @@ pub fn check_report_dir(dir: &Path) -> Result<()> {
             bundle::layout::first_names(&foreign)
         ));
     }
-    let json = dir.join(REPORT_FILES[0]);
+    let json = dir.join(REPORT_JSON);
     let earlier = std::fs::symlink_metadata(&json)
         .ok()
         .filter(|m| m.is_file() && m.len() <= MAX_REPORT_JSON)
@@ -272,7 +280,7 @@ pub fn check_report_dir(dir: &Path) -> Result<()> {
         return refuse(format!(
             "holds {} without an {} that reads as an evaluation report",
             bundle::layout::first_names(&names),
-            REPORT_FILES[0]
+            REPORT_JSON
         ));
     }
     Ok(())
@@ -538,7 +546,7 @@ impl EvalReport {
             out.push(path);
             Ok(())
         };
-        put("eval.json", serde_json::to_string_pretty(self).expect("report serializes") + "\n")?;
+        put(REPORT_JSON, serde_json::to_string_pretty(self).expect("report serializes") + "\n")?;
         let mut pc = String::from("label,support,predicted,correct,precision,recall,f1\n");
         for c in &self.per_class {
             let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.6}"));
@@ -554,7 +562,7 @@ impl EvalReport {
                 opt(c.f1)
             );
         }
-        put("per_class.csv", pc)?;
+        put(PER_CLASS_CSV, pc)?;
         let mut cm = String::from("label");
         for l in &self.labels {
             cm.push(',');
@@ -568,7 +576,7 @@ impl EvalReport {
             }
             cm.push('\n');
         }
-        put("confusion.csv", cm)?;
+        put(CONFUSION_CSV, cm)?;
         let mut pr = String::from("path,group,label,predicted,confidence,label_probability,correct\n");
         for p in &self.predictions {
             let _ = writeln!(
@@ -583,7 +591,7 @@ impl EvalReport {
                 p.correct
             );
         }
-        put("predictions.csv", pr)?;
+        put(PREDICTIONS_CSV, pr)?;
         Ok(out)
     }
 }
