@@ -19,6 +19,7 @@
 
 pub mod candidates;
 pub mod capabilities;
+pub mod counters;
 /// Errors of probing and selection.
 pub mod error;
 pub mod host_alloc;
@@ -26,6 +27,7 @@ pub mod inventory;
 pub mod memory;
 pub mod monitor;
 pub mod probe;
+pub mod runtime;
 pub mod select;
 /// Device specs (`auto`, `cpu`, `cuda:N`, `wgpu:N`).
 pub mod spec;

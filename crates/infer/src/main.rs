@@ -259,6 +259,10 @@ fn main() -> ExitCode {
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
         .init();
+    // Before any device is used: cubecl's caches in the per-user directory the trainer uses.
+    if let Some(w) = &device::runtime::configure(None, None).warning {
+        eprintln!("warning: {w}");
+    }
     // Burn's panics on a damaged weights file become errors naming the file: no panic trace.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {

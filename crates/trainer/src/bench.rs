@@ -48,6 +48,19 @@ impl Default for BenchOptions {
     }
 }
 
+impl BenchOptions {
+    /// Every dimension of the shape is positive.
+    pub fn check(&self) -> Result<()> {
+        if self.batch == 0 || self.frames == 0 || self.features == 0 || self.classes == 0 {
+            return Err(crate::TrainError::Invalid(format!(
+                "bench shape must be positive, got batch {} frames {} features {} classes {}",
+                self.batch, self.frames, self.features, self.classes
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// Field names match `reference_model.py`'s JSON.
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchReport {
@@ -302,12 +315,7 @@ pub fn time_train_steps(cfg: &ExperimentConfig, compute: &ResolvedCompute, opts:
 
 /// Run the benchmark of `opts`'s shape on the device and precision `compute` resolved for `cfg`.
 pub fn bench(cfg: &ExperimentConfig, compute: &ResolvedCompute, opts: &BenchOptions) -> Result<BenchReport> {
-    if opts.batch == 0 || opts.frames == 0 || opts.features == 0 || opts.classes == 0 {
-        return Err(crate::TrainError::Invalid(format!(
-            "bench shape must be positive, got batch {} frames {} features {} classes {}",
-            opts.batch, opts.frames, opts.features, opts.classes
-        )));
-    }
+    opts.check()?;
     let _guard = crate::train::run_lock();
     let device = compute.device();
     let precision = compute.precision.precision;

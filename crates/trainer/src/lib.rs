@@ -51,6 +51,7 @@ pub mod tensorboard;
 pub mod train;
 pub mod tune;
 pub mod validate;
+pub mod workcount;
 
 use std::path::PathBuf;
 

@@ -58,6 +58,10 @@ enum Command {
         /// Timed batch-1 forward passes.
         #[arg(long, default_value_t = 100)]
         latency_runs: usize,
+        /// Count the device work of a training step instead of timing (kernels launched and
+        /// compiled, host waits); needs a WGPU or CUDA device.
+        #[arg(long)]
+        count: bool,
         /// Also write the report as JSON to this file.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -253,6 +257,23 @@ fn main() -> ExitCode {
         }
     }));
     let cli = Cli::parse();
+    // Before any device is used: cubecl's caches in one per-user directory, and with `bench
+    // --count` its launch log in a directory removed at exit.
+    let count_dir = match &cli.command {
+        Some(Command::Bench { count: true, .. }) => match tempfile::tempdir() {
+            Ok(d) => Some(d),
+            Err(e) => {
+                eprintln!("error: a temporary directory for the kernel launch log: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+        _ => None,
+    };
+    let count_log = count_dir.as_ref().map(|d| d.path().join("kernels.log"));
+    let setup = device::runtime::configure(None, count_log.as_deref());
+    if let Some(w) = &setup.warning {
+        eprintln!("warning: {w}");
+    }
     match real_main(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -295,7 +316,18 @@ fn real_main(cli: Cli) -> Result<(), TrainError> {
             println!("ok {ms:.3}");
             Ok(())
         }
-        Some(Command::Bench { layers, reference, batch, frames, features, classes, steps, latency_runs, json }) => {
+        Some(Command::Bench {
+            layers,
+            reference,
+            batch,
+            frames,
+            features,
+            classes,
+            steps,
+            latency_runs,
+            count,
+            json,
+        }) => {
             let cfg = layers.config()?;
             let cfg = match reference {
                 true => trainer::ExperimentConfig {
@@ -306,10 +338,24 @@ fn real_main(cli: Cli) -> Result<(), TrainError> {
             };
             let opts = trainer::bench::BenchOptions { batch, frames, features, classes, steps, latency_runs };
             let compute = trainer::resolve::ResolvedCompute::resolve(&cfg)?;
-            let report = trainer::bench::bench(&cfg, &compute, &opts)?;
-            print!("{}", report.render());
+            let json_text = match count {
+                true => {
+                    let log = device::runtime::setup().and_then(|s| s.count_log.as_deref()).ok_or_else(|| {
+                        TrainError::Invalid("--count: cubecl's launch log could not be set up (see the warning)".into())
+                    })?;
+                    let counter = device::counters::WorkCounter::new(log);
+                    let report = trainer::workcount::count(&cfg, &compute, &opts, &counter)?;
+                    print!("{}", report.render());
+                    serde_json::to_string_pretty(&report)
+                }
+                false => {
+                    let report = trainer::bench::bench(&cfg, &compute, &opts)?;
+                    print!("{}", report.render());
+                    serde_json::to_string_pretty(&report)
+                }
+            };
             if let Some(path) = json {
-                let text = serde_json::to_string_pretty(&report).map_err(|e| TrainError::io(&path, e))?;
+                let text = json_text.map_err(|e| TrainError::io(&path, e))?;
                 bundle::atomic::write_atomic(&path, text.as_bytes())?;
             }
             Ok(())

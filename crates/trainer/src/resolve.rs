@@ -159,6 +159,15 @@ impl ResolvedRun {
         }
         if show {
             println!("device: {} ({})", compute.device.selection.name, compute.device.selection.reason);
+            if let Some(dir) =
+                compute.on_gpu().then(device::runtime::setup).flatten().and_then(|s| s.cache_dir.as_ref())
+            {
+                println!(
+                    "kernel cache: {} (autotune results and compiled kernels; {})",
+                    dir.display(),
+                    device::runtime::CACHE_ENV
+                );
+            }
         }
         if let Some(w) = &compute.precision.warning {
             eprintln!("warning: {w}");

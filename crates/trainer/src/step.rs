@@ -52,8 +52,8 @@ pub struct StepSettings {
     pub lr: f64,
     /// Clip the global gradient norm to this (0 = off).
     pub clip_grad_norm: f64,
-    /// `Some((seed, step))`: re-seed the backend before each micro-batch from (seed, step,
-    /// micro-batch), so dropout masks are the same when a run is resumed.
+    /// `Some((seed, step))`: re-seed the backend once, before the step's first micro-batch, from
+    /// (seed, step), so dropout masks are the same when a run is resumed.
     pub dropout_seed: Option<(u64, u64)>,
     /// Injected faults.
     pub faults: StepFaults,
@@ -157,6 +157,10 @@ pub fn compute_gradients(
     let mut samples = 0u64;
     let mut compute: Option<ComputeModel<TrainBackend>> = None;
     let mut memory: Option<device::MemoryStats> = None;
+    // Once per step, not per micro-batch: under Burn's fusion a re-seed waits for the device.
+    if let Some((seed, step)) = settings.dropout_seed {
+        TrainBackend::seed(device, mix(seed, step));
+    }
     for (k, &weight) in weights.iter().enumerate() {
         let t0 = Instant::now();
         let batch = next_batch(k)?;
@@ -164,9 +168,6 @@ pub fn compute_gradients(
         let n = batch.labels.dims()[0];
         if n == 0 {
             continue;
-        }
-        if let Some((seed, step)) = settings.dropout_seed {
-            TrainBackend::seed(device, mix(seed, step, k as u64));
         }
         // Forward/backward run on a compute-dtype copy of the f32 masters (same ParamIds), made
         // once per step and charged to the forward phase.
@@ -266,11 +267,11 @@ pub fn peak(a: Option<device::MemoryStats>, b: Option<device::MemoryStats>) -> O
     }
 }
 
-/// The dropout seed of micro-batch `b` of step `a`.
-fn mix(seed: u64, a: u64, b: u64) -> u64 {
-    let mut h = fnv1a(FNV_OFFSET, &seed.to_le_bytes());
-    h = fnv1a(h, &a.to_le_bytes());
-    fnv1a(h, &b.to_le_bytes())
+/// The dropout seed of step `step` (the value micro-batch 0 of the step was seeded with when
+/// each micro-batch was re-seeded, so single-micro-batch runs draw the same masks as then).
+fn mix(seed: u64, step: u64) -> u64 {
+    let h = fnv1a(fnv1a(FNV_OFFSET, &seed.to_le_bytes()), &step.to_le_bytes());
+    fnv1a(h, &0u64.to_le_bytes())
 }
 
 /// Sums squared gradient norms (lazily, on the device).

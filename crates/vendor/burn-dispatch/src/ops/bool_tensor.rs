@@ -22,6 +22,7 @@ impl BoolTensorOps<Self> for Dispatch {
     }
 
     async fn bool_into_data(tensor: BoolTensor<Self>) -> Result<TensorData, ExecutionError> {
+        crate::counters::count_read(); // SignFlow patch
         unary_op!(tensor, bool, |tensor| B::bool_into_data(tensor).await)
     }
 

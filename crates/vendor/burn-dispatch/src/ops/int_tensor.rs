@@ -14,6 +14,7 @@ impl IntTensorOps<Self> for Dispatch {
     }
 
     async fn int_into_data(tensor: IntTensor<Self>) -> Result<TensorData, ExecutionError> {
+        crate::counters::count_read(); // SignFlow patch
         unary_op!(tensor, int, |tensor| B::int_into_data(tensor).await)
     }
 

@@ -58,6 +58,7 @@ impl QTensorOps<Self> for Dispatch {
     }
 
     async fn q_into_data(tensor: QuantizedTensor<Self>) -> Result<TensorData, ExecutionError> {
+        crate::counters::count_read(); // SignFlow patch
         unary_op!(tensor, quantized, |tensor| B::q_into_data(tensor).await)
     }
 

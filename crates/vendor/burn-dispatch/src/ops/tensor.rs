@@ -28,6 +28,7 @@ impl FloatTensorOps<Self> for Dispatch {
     }
 
     async fn float_into_data(tensor: FloatTensor<Self>) -> Result<TensorData, ExecutionError> {
+        crate::counters::count_read(); // SignFlow patch
         unary_float!(tensor, float, |tensor| B::float_into_data(tensor).await)
     }
 

@@ -11,6 +11,7 @@ impl TransactionOps<Self> for Dispatch {
     async fn tr_execute(
         transaction: TransactionPrimitive<Self>,
     ) -> Result<TransactionPrimitiveData, ExecutionError> {
+        crate::counters::count_read(); // SignFlow patch
         let first_tensor = transaction
             .read_floats
             .first()

@@ -1,0 +1,198 @@
+//! `trainer bench --count`: the device work of one training step, counted exactly: kernels
+//! launched (by name), kernels compiled, and the times the host waited for the device, with the
+//! host time the step takes to issue. The counts depend on the code, not on the GPU, so a WGPU
+//! software adapter (llvmpipe) gives a CUDA card's counts; the step is the one every caller uses
+//! ([`crate::step::train_step`]) with the settings of a training-loop step that does not log.
+//!
+//! The process must have been configured to log launches ([`device::runtime::configure`] with a
+//! log file) before any device was used.
+
+use std::time::Instant;
+
+use burn::module::Module;
+use burn::prelude::Backend;
+use device::counters::{WorkCounter, WorkCounts};
+use models::precision::Materialize;
+use models::SignModel;
+use serde::Serialize;
+
+use crate::bench::{synthetic_batch, BenchOptions};
+use crate::config::ExperimentConfig;
+use crate::objective::Objective;
+use crate::optim::Optim;
+use crate::profile::Profiler;
+use crate::resolve::ResolvedCompute;
+use crate::step::{apply_gradients, compute_gradients, train_step, StepSettings};
+use crate::{Result, TrainBackend, TrainError};
+
+/// Untimed steps before counting: the first compiles and tunes, the second may still meet
+/// shapes the first did not (the optimizer's state exists from the second step on).
+const WARM_UP: usize = 2;
+
+/// What `trainer bench --count` reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct CountReport {
+    /// `model.kind`.
+    pub model: String,
+    /// The device's name.
+    pub device: String,
+    /// Compute precision.
+    pub precision: String,
+    /// Batch size.
+    pub batch: usize,
+    /// Frames per sequence.
+    pub frames: usize,
+    /// Counted steps.
+    pub steps: usize,
+    /// Kernels launched per step.
+    pub launches_per_step: f64,
+    /// Of these, the forward and backward passes' (one extra step, split by a sync).
+    pub launches_forward_backward: u64,
+    /// Of these, the update's: norm, clipping, finite check, optimizer (the same extra step).
+    pub launches_update: u64,
+    /// Host waits per step (reads + syncs + re-seeds).
+    pub host_waits_per_step: f64,
+    /// Reads of tensor data per step.
+    pub reads_per_step: f64,
+    /// Syncs per step.
+    pub syncs_per_step: f64,
+    /// Re-seeds per step.
+    pub seeds_per_step: f64,
+    /// Kernels compiled in the warm-up steps (a new shape's cost).
+    pub compiled_in_warm_up: u64,
+    /// Kernels compiled in the counted steps (0 once every shape has been seen).
+    pub compiled_in_counted: u64,
+    /// Wall time of the first step, compilation and autotuning included, s.
+    pub first_step_s: f64,
+    /// Median host time of a counted step: until the step function returns, waits included, ms.
+    pub host_ms_per_step: f64,
+    /// Launches per step by kernel name, most first.
+    pub kernels: Vec<(String, f64)>,
+}
+
+impl CountReport {
+    /// The report as printed.
+    pub fn render(&self) -> String {
+        let mut s = format!(
+            "{} on {} ({}), batch {} x {} frames, {} counted steps\n\
+             per step: {:.0} kernel launches ({} forward and backward, {} update), {:.0} host waits \
+             ({:.0} reads, {:.0} syncs, {:.0} re-seeds), host time {:.1} ms\n\
+             kernels compiled: {} in the {} warm-up steps (first step {:.1} s), {} in the counted steps\n\
+             most launched kernels (per step):\n",
+            self.model,
+            self.device,
+            self.precision,
+            self.batch,
+            self.frames,
+            self.steps,
+            self.launches_per_step,
+            self.launches_forward_backward,
+            self.launches_update,
+            self.host_waits_per_step,
+            self.reads_per_step,
+            self.syncs_per_step,
+            self.seeds_per_step,
+            self.host_ms_per_step,
+            self.compiled_in_warm_up,
+            WARM_UP,
+            self.first_step_s,
+            self.compiled_in_counted,
+        );
+        for (name, n) in self.kernels.iter().take(12) {
+            s.push_str(&format!("  {n:>7.1}  {name}\n"));
+        }
+        s
+    }
+}
+
+/// Count the work of `opts.steps` training steps of `cfg`'s model on random data of `opts`'s
+/// shape, after [`WARM_UP`] steps, on `compute`'s device (a WGPU or CUDA one: the CPU launches
+/// no kernels).
+pub fn count(
+    cfg: &ExperimentConfig,
+    compute: &ResolvedCompute,
+    opts: &BenchOptions,
+    counter: &WorkCounter,
+) -> Result<CountReport> {
+    if compute.device.selection.target == device::Target::Cpu {
+        return Err(TrainError::Invalid(
+            "--count counts GPU kernels: pick a WGPU or CUDA device (--device wgpu or cuda)".into(),
+        ));
+    }
+    opts.check()?;
+    // The model's init is seeded from Burn's process-wide generator.
+    let _guard = crate::train::run_lock();
+    let device = compute.device();
+    let precision = compute.precision.precision;
+    let read = || counter.read().map_err(|e| TrainError::Invalid(format!("reading the kernel launch log: {e}")));
+    TrainBackend::seed(device, cfg.training.seed);
+    let mut model: SignModel<TrainBackend> =
+        cfg.model.init::<TrainBackend>(opts.features, opts.classes, device).map(&mut Materialize);
+    let mut optim = Optim::new(&cfg.optimizer);
+    let objective = Objective::new(models::Task::Classification, 0.0, device);
+    let batch = synthetic_batch(opts.batch, opts.frames, opts.features, opts.classes, device);
+    // A loop step that does not log: dropout re-seeded from (seed, step), no memory sampling.
+    let base = StepSettings::timing(precision.float_dtype(), cfg.optimizer.clip_grad_norm);
+    device::memory::sync(device);
+    let start = read()?;
+    let mut first_step_s = 0.0;
+    let mut host_ms = Vec::with_capacity(opts.steps);
+    let mut warm = WorkCounts::default();
+    for i in 0..WARM_UP + opts.steps {
+        let t0 = Instant::now();
+        let mut prof = Profiler::new(false);
+        let settings = StepSettings { dropout_seed: Some((cfg.training.seed, i as u64)), ..base.clone() };
+        let (next, _) = train_step(device, model, &mut optim, &objective, &settings, &mut prof, |_| Ok(batch.clone()))?;
+        model = next;
+        let issued = t0.elapsed().as_secs_f64();
+        if i >= WARM_UP {
+            host_ms.push(issued * 1e3);
+        }
+        if i == 0 {
+            device::memory::sync(device);
+            first_step_s = t0.elapsed().as_secs_f64();
+        }
+        if i + 1 == WARM_UP {
+            device::memory::sync(device);
+            warm = read()?;
+        }
+    }
+    device::memory::sync(device);
+    let after = read()?;
+    let counted = after.clone() - warm.clone();
+    // One more step, split where the update begins.
+    let settings = StepSettings { dropout_seed: Some((cfg.training.seed, (WARM_UP + opts.steps) as u64)), ..base };
+    let mut prof = Profiler::new(false);
+    let grads = compute_gradients(device, &model, &objective, &settings, &[1.0], &mut prof, |_| Ok(batch.clone()))?;
+    device::memory::sync(device);
+    let mid = read()?;
+    let _ = apply_gradients(device, model, &mut optim, &settings, grads, &mut prof);
+    device::memory::sync(device);
+    let end = read()?;
+    let warm = warm - start;
+    let n = opts.steps.max(1) as f64;
+    // The syncs this function makes itself (one after the counted steps) are not the step's.
+    let own_syncs = 1;
+    let per = |v: u64| v as f64 / n;
+    host_ms.sort_by(f64::total_cmp);
+    Ok(CountReport {
+        model: cfg.model.kind().to_string(),
+        device: compute.device.selection.name.clone(),
+        precision: precision.to_string(),
+        batch: opts.batch,
+        frames: opts.frames,
+        steps: opts.steps,
+        launches_per_step: per(counted.launches),
+        host_waits_per_step: per(counted.host_waits().saturating_sub(own_syncs)),
+        reads_per_step: per(counted.reads),
+        syncs_per_step: per(counted.syncs.saturating_sub(own_syncs)),
+        seeds_per_step: per(counted.seeds),
+        compiled_in_warm_up: warm.compilations,
+        compiled_in_counted: counted.compilations,
+        first_step_s,
+        host_ms_per_step: host_ms.get(host_ms.len() / 2).copied().unwrap_or(f64::NAN),
+        launches_forward_backward: (mid.clone() - after).launches,
+        launches_update: (end - mid).launches,
+        kernels: counted.top_kernels(usize::MAX).into_iter().map(|(k, c)| (k.to_string(), per(c))).collect(),
+    })
+}
