@@ -211,10 +211,12 @@ pub fn compute_gradients(
     Ok(StepGradients { grads, loss, correct, samples, memory })
 }
 
-/// The rest of a step, given its gradients: ONE host read (loss, correct count, squared global
-/// gradient norm), then, when everything is finite, global-norm clipping, unscaling and the
-/// optimizer update. A step whose loss or gradients are not finite leaves the model and
-/// optimizer untouched.
+/// The rest of a step, given its gradients: the squared global gradient norm, then global-norm
+/// clipping, unscaling and the optimizer update where the loss and the gradients are finite (a
+/// step that is not leaves the model and optimizer untouched), and ONE host read (loss, correct
+/// count, squared norm) for the outcome. On a GPU-class device the update is decided on the
+/// device and queued before the read, so the host does not wait in the middle of the step; on
+/// the CPU, where nothing is queued, the read comes first and the update is skipped outright.
 pub fn apply_gradients(
     device: &Device,
     model: SignModel<TrainBackend>,
@@ -228,29 +230,49 @@ pub fn apply_gradients(
     if settings.faults.inf_grad {
         model.visit(&mut CorruptFirst { grads: &mut grads, done: false });
     }
-    let mut norm = GradNorm { grads: &grads, total: None };
+    let mut norm = GradNorm { grads: &grads, parts: Vec::new() };
     model.visit(&mut norm);
-    let norm2 = norm.total.unwrap_or_else(|| Tensor::zeros([1], device));
-    // The one host read of the step: loss, correct count, squared global gradient norm.
-    let read = Transaction::default().register(loss).register(correct).register(norm2).execute();
-    let first = |i: usize| read[i].iter::<f64>().next().unwrap_or(f64::NAN);
-    let (loss, correct, norm2) = (first(0), first(1).round() as u64, first(2));
-    let scale = settings.loss_scale;
+    let norm2 = norm.parts.into_iter().reduce(|a, b| a + b).unwrap_or_else(|| Tensor::zeros([1], device));
+    let (scale, clip) = (settings.loss_scale, settings.clip_grad_norm);
+    let read = |loss: Tensor<InnerBackend, 1>, correct, norm2| {
+        let read = Transaction::default().register(loss).register(correct).register(norm2).execute();
+        let first = |i: usize| read[i].iter::<f64>().next().unwrap_or(f64::NAN);
+        (first(0), first(1).round() as u64, first(2))
+    };
+    let (model, (loss, correct, norm2)) = if device::backend_name(device) == "cpu" {
+        let (loss, correct, n2) = read(loss, correct, norm2);
+        let grad_norm = n2.sqrt() / scale;
+        let model = if loss.is_finite() && n2.is_finite() {
+            let mut factor = 1.0 / scale;
+            if clip > 0.0 && grad_norm > clip {
+                factor *= clip / (grad_norm + 1e-6);
+            }
+            let factor = (factor != 1.0).then(|| Tensor::from_floats([factor as f32], device));
+            optim.step(settings.lr, model, grads, factor, None)
+        } else {
+            model
+        };
+        (model, (loss, correct, n2))
+    } else {
+        let keep = loss.clone().is_finite().bool_and(norm2.clone().is_finite());
+        let grad_norm = norm2.clone().sqrt().div_scalar(scale);
+        let factor = if clip > 0.0 {
+            // 1 where the norm is within the limit, clip / (norm + 1e-6) where it is above.
+            let over = grad_norm.clone().greater_elem(clip).float();
+            grad_norm.add_scalar(1e-6).recip().mul_scalar(clip).sub_scalar(1.0).mul(over).add_scalar(1.0)
+        } else {
+            keep.clone().float().ones_like()
+        };
+        let factor = factor.div_scalar(scale);
+        let model = optim.step(settings.lr, model, grads, Some(factor), Some(keep));
+        let read = read(loss, correct, norm2);
+        if !(read.0.is_finite() && read.2.is_finite()) {
+            optim.skipped();
+        }
+        (model, read)
+    };
     let grad_norm = norm2.sqrt() / scale;
     let applied = loss.is_finite() && norm2.is_finite();
-    let model = if applied {
-        let mut factor = 1.0 / scale;
-        let clip = settings.clip_grad_norm;
-        if clip > 0.0 && grad_norm > clip {
-            factor *= clip / (grad_norm + 1e-6);
-        }
-        if factor != 1.0 {
-            model.visit(&mut ScaleGrads { grads: &mut grads, factor });
-        }
-        optim.step(settings.lr, model, grads)
-    } else {
-        model
-    };
     prof.mark(device, Phase::Optimizer, t3);
     (model, StepOutcome { loss, correct, samples, grad_norm, applied, memory })
 }
@@ -274,34 +296,17 @@ fn mix(seed: u64, step: u64) -> u64 {
     fnv1a(h, &0u64.to_le_bytes())
 }
 
-/// Sums squared gradient norms (lazily, on the device).
+/// Squared norms of the gradients, one `[1]` tensor each (lazily, on the device). Summed after
+/// all of them are queued, so that the additions sit next to each other for the fusion to join.
 struct GradNorm<'a> {
     grads: &'a GradientsParams,
-    total: Option<Tensor<InnerBackend, 1>>,
+    parts: Vec<Tensor<InnerBackend, 1>>,
 }
 
 impl ModuleVisitor<TrainBackend> for GradNorm<'_> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<TrainBackend, D>>) {
         if let Some(g) = self.grads.get::<InnerBackend, D>(param.id) {
-            let s = g.powi_scalar(2).sum();
-            self.total = Some(match self.total.take() {
-                Some(t) => t + s,
-                None => s,
-            });
-        }
-    }
-}
-
-/// Multiplies every gradient by a factor.
-struct ScaleGrads<'a> {
-    grads: &'a mut GradientsParams,
-    factor: f64,
-}
-
-impl ModuleVisitor<TrainBackend> for ScaleGrads<'_> {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<TrainBackend, D>>) {
-        if let Some(g) = self.grads.remove::<InnerBackend, D>(param.id) {
-            self.grads.register(param.id, g.mul_scalar(self.factor));
+            self.parts.push(g.square().sum());
         }
     }
 }
