@@ -87,6 +87,10 @@ impl PolicyArgs {
 fn main() -> std::process::ExitCode {
     device::keep_freed_memory();
     device::quiet_headless_env();
+    // Before any device is used: cubecl's caches in the per-user directory the trainer uses.
+    if let Some(w) = &device::runtime::configure(None, None).warning {
+        eprintln!("warning: {w}");
+    }
     match run() {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
