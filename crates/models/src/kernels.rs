@@ -821,7 +821,10 @@ pub mod reference {
     }
 
     /// Closed-form gradients of [`causal_dwconv`]: `dx` is the anti-causal convolution of the
-    /// output gradient with the flipped kernel; `dw[k]` sums `grad * x` shifted by `k`.
+    /// output gradient with the flipped kernel; `dw[j, c] = sum over b, t of x[b, t + j - k + 1, c]
+    /// x grad[b, t, c]`, computed as ONE convolution of the left-padded input with `B x C` groups
+    /// whose kernels are the output gradients, then a sum over the batch (a handful of kernels
+    /// on GPU backends, where a loop over the taps launched about four per tap).
     pub fn causal_dwconv_backward<B: Backend>(
         x: Tensor<B, 3>,
         w: Tensor<B, 2>,
@@ -829,16 +832,17 @@ pub mod reference {
     ) -> (Tensor<B, 3>, Tensor<B, 2>) {
         let [b, t, c] = x.dims();
         let k = w.dims()[0];
-        let g = grad.swap_dims(1, 2);
+        let g = grad.swap_dims(1, 2); // [B, C, T]
         let right = Tensor::zeros([b, c, k - 1], (&g.device(), g.dtype()));
-        let g_pad = Tensor::cat(vec![g, right], 2);
+        let g_pad = Tensor::cat(vec![g.clone(), right], 2);
         let flipped = w.flip([0]).swap_dims(0, 1).reshape([c, 1, k]);
-        let gx = conv1d(g_pad.clone(), flipped, None, ConvOptions::new([1], [0], [1], c)).swap_dims(1, 2);
-        let x_pad = Tensor::cat(vec![Tensor::zeros([b, k - 1, c], (&x.device(), x.dtype())), x], 1);
-        let g = g_pad.narrow(2, 0, t).swap_dims(1, 2); // [B, T, C]
-        let rows: Vec<Tensor<B, 2>> =
-            (0..k).map(|j| (g.clone() * x_pad.clone().narrow(1, j, t)).sum_dim(0).sum_dim(1).reshape([1, c])).collect();
-        (gx, Tensor::cat(rows, 0))
+        let gx = conv1d(g_pad, flipped, None, ConvOptions::new([1], [0], [1], c)).swap_dims(1, 2);
+        let left = Tensor::zeros([b, c, k - 1], (&x.device(), x.dtype()));
+        let x_pad = Tensor::cat(vec![left, x.swap_dims(1, 2)], 2).reshape([1, b * c, t + k - 1]);
+        let kernels = g.reshape([b * c, 1, t]);
+        let per_sample = conv1d(x_pad, kernels, None, ConvOptions::new([1], [0], [1], b * c)); // [1, B*C, k]
+        let gw = per_sample.reshape([b, c, k]).sum_dim(0).reshape([c, k]).swap_dims(0, 1);
+        (gx, gw)
     }
 
     /// SiLU's gradient.

@@ -53,7 +53,8 @@ pub struct StepSettings {
     /// Clip the global gradient norm to this (0 = off).
     pub clip_grad_norm: f64,
     /// `Some((seed, step))`: re-seed the backend once, before the step's first micro-batch, from
-    /// (seed, step), so dropout masks are the same when a run is resumed.
+    /// (seed, step). The loop does it where a run can resume (its first step, the first after a
+    /// checkpoint), so dropout masks are the same when a run is resumed.
     pub dropout_seed: Option<(u64, u64)>,
     /// Injected faults.
     pub faults: StepFaults,
@@ -306,8 +307,22 @@ struct GradNorm<'a> {
 impl ModuleVisitor<TrainBackend> for GradNorm<'_> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<TrainBackend, D>>) {
         if let Some(g) = self.grads.get::<InnerBackend, D>(param.id) {
-            self.parts.push(g.square().sum());
+            self.parts.push(squared_norm(g));
         }
+    }
+}
+
+/// `sum(g^2)` as `[1]`, as a reduction along one axis, which Burn's fusion joins with the square
+/// into one kernel (a full `sum` is not fused); tensors above 2^18 elements are summed in
+/// 512 rows first (full-length reductions above ~786k elements are wrong on WGPU in Burn 0.21).
+fn squared_norm<const D: usize>(g: Tensor<InnerBackend, D>) -> Tensor<InnerBackend, 1> {
+    let n = g.shape().num_elements();
+    if n > 1 << 18 && n % 512 == 0 {
+        g.reshape([512, n / 512]).square().sum_dim(1).sum_dim(0).reshape([1])
+    } else if n > 1 << 18 {
+        g.square().sum()
+    } else {
+        g.reshape([n]).square().sum_dim(0)
     }
 }
 

@@ -311,6 +311,10 @@ struct Trainer<'a> {
     at: &'a Cell<(usize, usize)>,
     /// The data-parallel group this process leads (`[distributed]`), if any.
     group: Option<crate::dist::Group>,
+    /// Re-seed dropout from (seed, step) at the next step: the first step of the process and
+    /// the first after a checkpoint (the points a run resumes from) or a rollback. Only then:
+    /// under Burn's fusion a re-seed makes the host wait for the device.
+    reseed: bool,
 }
 
 impl<'a> Trainer<'a> {
@@ -424,6 +428,7 @@ impl<'a> Trainer<'a> {
             survived,
             at,
             group,
+            reseed: true,
         })
     }
 
@@ -507,7 +512,7 @@ impl<'a> Trainer<'a> {
             loss_scale: scale,
             lr,
             clip_grad_norm: cfg.optimizer.clip_grad_norm,
-            dropout_seed: Some((cfg.training.seed, step as u64)),
+            dropout_seed: self.reseed.then_some((cfg.training.seed, step as u64)),
             faults: StepFaults {
                 nan_loss: cfg.fault.nan_loss_steps.contains(&step),
                 inf_grad: cfg.fault.inf_grad_steps.contains(&step),
@@ -516,6 +521,7 @@ impl<'a> Trainer<'a> {
             sample_memory: run.compute.on_gpu()
                 && (step.is_multiple_of(cfg.training.log_every) || self.state.batch_in_epoch == 0),
         };
+        self.reseed = false;
         let data_wait = &mut self.data_wait;
         let model = self.model.clone();
         let ended = || TrainError::Invalid(format!("the data loader ended early in epoch {}", epoch + 1));
@@ -560,6 +566,7 @@ impl<'a> Trainer<'a> {
         {
             self.model = model;
             self.optim = optim;
+            self.reseed = true;
         }
         Ok((outcome, lr))
     }
@@ -651,9 +658,11 @@ impl<'a> Trainer<'a> {
         TrainState { elapsed_s: self.elapsed_s(), epoch_sums, window_sums: self.window.sums(), ..self.state.clone() }
     }
 
-    fn save_checkpoint(&self) -> Result<()> {
+    fn save_checkpoint(&mut self) -> Result<()> {
         let keep = self.run.config.checkpoint.keep_last;
-        checkpoint::save(&self.run_dir, &self.model, &self.optim, &self.state_now(), keep).map(|_| ())
+        checkpoint::save(&self.run_dir, &self.model, &self.optim, &self.state_now(), keep)?;
+        self.reseed = true;
+        Ok(())
     }
 
     /// Validate, record the epoch, track the best, checkpoint. Returns whether to stop early.
