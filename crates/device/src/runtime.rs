@@ -6,7 +6,8 @@
 //! panics on a malformed one; its autotune results go to the `target/` directory of the nearest
 //! `Cargo.toml` above the working directory, so runs started from different directories tune the
 //! same kernels again. The binaries call [`configure`] first, so every run of a user shares one
-//! cache directory (printed by the trainer) and no file in the working directory is read.
+//! cache directory (printed by the trainer) and no file in the working directory is read;
+//! cubecl's environment variables (`CUBECL_DEBUG_LOG=stderr`, `CUBECL_AUTOTUNE_LEVEL`) still apply.
 //!
 //! Architecture Invariant: the settings are set once per process, before any device is used;
 //! a later call returns the first call's result.
@@ -77,7 +78,8 @@ fn apply(cache_dir: Option<PathBuf>, count_log: Option<&Path>) -> RuntimeSetup {
             None
         }
     });
-    let mut cfg = CubeClRuntimeConfig::default();
+    // cubecl's environment variables (CUBECL_DEBUG_LOG, CUBECL_AUTOTUNE_LEVEL, ...) still apply.
+    let mut cfg = CubeClRuntimeConfig::default().override_from_env();
     if let Some(dir) = &cache_dir {
         // cubecl adds `autotune/<its version>/` below the root.
         cfg.autotune.cache = CacheConfig::File(dir.clone());

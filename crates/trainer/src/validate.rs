@@ -73,11 +73,18 @@ pub fn evaluate(
     let cfg = LoaderConfig { batch_size, shuffle: false, drop_last: false, seed: 0, workers, prefetch: 2 };
     let compute = ComputeModel::new(model.clone(), FloatDType::F32);
     let batches = EpochLoader::start(ds.clone(), batcher, indices, &cfg, 0, 0);
+    // On GPU-class devices a short last batch is a new shape (kernels compiled and tuned again):
+    // it is padded to the full batch with copies of its first row, whose outputs are not read.
+    let pad_to = (device::backend_name(device) != "cpu").then_some(batch_size);
+    let on_device = |hb: &data::loader::HostBatch| match pad_to {
+        Some(rows) if hb.batch < rows => padded(hb, rows).to_device::<InnerBackend>(device),
+        _ => hb.to_device::<InnerBackend>(device),
+    };
     match ds.continuous {
         None => {
             let mut tally = ClassTally::default();
             for hb in batches {
-                let batch = hb.to_device::<InnerBackend>(device);
+                let batch = on_device(&hb);
                 let logits = compute.forward(batch.inputs, batch.pad_mask);
                 let classes = logits.dims()[1];
                 let values: Vec<f32> = logits.into_data().iter::<f32>().collect();
@@ -92,7 +99,7 @@ pub fn evaluate(
             let mut tally = CtcTally::default();
             for hb in batches {
                 let lengths = hb.lengths();
-                let batch = hb.to_device::<InnerBackend>(device);
+                let batch = on_device(&hb);
                 let logits = compute.forward_frames(batch.inputs, batch.pad_mask);
                 let [_, frames, classes] = logits.dims();
                 let log_probs = models::ctc::host_log_probs(logits);
@@ -104,6 +111,25 @@ pub fn evaluate(
             ctc_evaluation(&tally, decoder.config.decoder)
         }
     }
+}
+
+/// `hb` with `rows` rows: its own, then copies of its first (the same shape as a full batch).
+fn padded(hb: &data::loader::HostBatch, rows: usize) -> data::loader::HostBatch {
+    let extra = rows.saturating_sub(hb.batch);
+    if extra == 0 || hb.batch == 0 {
+        return hb.clone();
+    }
+    let (frame_len, mask_len) = (hb.window * hb.features, hb.window);
+    let mut out = hb.clone();
+    for _ in 0..extra {
+        out.inputs.extend_from_within(..frame_len);
+        out.pad_mask.extend_from_within(..mask_len);
+        out.labels.extend(hb.labels.first().copied());
+        out.targets.extend(hb.targets.first().cloned());
+        out.indices.extend(hb.indices.first().copied());
+    }
+    out.batch = rows;
+    out
 }
 
 /// Running sums of classification validation.
@@ -148,5 +174,30 @@ fn ctc_evaluation(tally: &CtcTally, decoder: Decoder) -> Evaluation {
         top5: None,
         predictions: Vec::new(),
         sequences: Some(scores),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_batch_is_padded_with_copies_of_its_first_row() {
+        let hb = data::loader::HostBatch {
+            batch: 2,
+            window: 2,
+            features: 1,
+            inputs: vec![1.0, 2.0, 3.0, 4.0],
+            pad_mask: vec![false, true, false, false],
+            labels: vec![7, 8],
+            targets: Vec::new(),
+            indices: vec![10, 11],
+        };
+        let p = padded(&hb, 4);
+        assert_eq!(p.batch, 4);
+        assert_eq!(p.inputs, vec![1.0, 2.0, 3.0, 4.0, 1.0, 2.0, 1.0, 2.0]);
+        assert_eq!(p.pad_mask, vec![false, true, false, false, false, true, false, true]);
+        assert_eq!((p.labels, p.indices), (vec![7, 8, 7, 7], vec![10, 11, 10, 10]));
+        assert_eq!(padded(&hb, 2), hb);
     }
 }
