@@ -153,7 +153,7 @@ impl Optim {
                         };
                         AdaptorRecord::from_state(state)
                     })
-                    .ok_or_else(|| rank_error(path, slot.shape.len()))?;
+                    .ok_or_else(|| rank_error(path))?;
                     record.insert(*id, rec);
                 }
                 bundle::weights::write_record::<TrainBackend, _>(record, path)?;
@@ -165,7 +165,7 @@ impl Optim {
                         let velocity = shaped::<D>(slot.m.clone(), &slot.shape);
                         AdaptorRecord::from_state(SgdState { momentum: Some(MomentumState::new(velocity)) })
                     })
-                    .ok_or_else(|| rank_error(path, slot.shape.len()))?;
+                    .ok_or_else(|| rank_error(path))?;
                     record.insert(*id, rec);
                 }
                 bundle::weights::write_record::<TrainBackend, _>(record, path)?;
@@ -185,7 +185,7 @@ impl Optim {
                 let record: AdamWRecord = bundle::weights::read_record(path, WHAT, device)?;
                 for (id, rec) in record {
                     let AdaptorRecord::V1(v1) = rec;
-                    let (momentum, shape) = adam_state(v1).ok_or_else(|| rank_error(path, 9))?;
+                    let (momentum, shape) = adam_state(v1).ok_or_else(|| rank_error(path))?;
                     time = time.max(momentum.0);
                     slots.insert(id, Slot { m: momentum.1, v: Some(momentum.2), shape });
                 }
@@ -194,7 +194,7 @@ impl Optim {
                 let record: SgdRecord = bundle::weights::read_record(path, WHAT, device)?;
                 for (id, rec) in record {
                     let AdaptorRecord::V1(v1) = rec;
-                    if let Some((m, shape)) = sgd_velocity(v1, device).ok_or_else(|| rank_error(path, 9))? {
+                    if let Some((m, shape)) = sgd_velocity(v1, device).ok_or_else(|| rank_error(path))? {
                         slots.insert(id, Slot { m, v: None, shape });
                     }
                 }
@@ -210,9 +210,9 @@ fn shaped<const D: usize>(flat: T1, shape: &[usize]) -> Tensor<InnerBackend, D> 
     flat.reshape(dims)
 }
 
-fn rank_error(path: &Path, rank: usize) -> TrainError {
+fn rank_error(path: &Path) -> TrainError {
     TrainError::Invalid(format!(
-        "{}: optimizer state of a rank-{rank} parameter (ranks 1 to 4 are supported)",
+        "{}: optimizer state of a parameter of rank 0 or above 4 (ranks 1 to 4 are supported)",
         path.display()
     ))
 }

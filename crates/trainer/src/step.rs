@@ -240,14 +240,13 @@ pub fn apply_gradients(
         let first = |i: usize| read[i].iter::<f64>().next().unwrap_or(f64::NAN);
         (first(0), first(1).round() as u64, first(2))
     };
-    let (model, (loss, correct, norm2)) = if device::backend_name(device) == "cpu" {
+    let on_host = device::backend_name(device) == "cpu";
+    let (model, (loss, correct, norm2)) = if on_host {
         let (loss, correct, n2) = read(loss, correct, norm2);
-        let grad_norm = n2.sqrt() / scale;
         let model = if loss.is_finite() && n2.is_finite() {
-            let mut factor = 1.0 / scale;
-            if clip > 0.0 && grad_norm > clip {
-                factor *= clip / (grad_norm + 1e-6);
-            }
+            let grad_norm = n2.sqrt() / scale;
+            let clipped = if clip > 0.0 && grad_norm > clip { clip / (grad_norm + 1e-6) } else { 1.0 };
+            let factor = clipped / scale;
             let factor = (factor != 1.0).then(|| Tensor::from_floats([factor as f32], device));
             optim.step(settings.lr, model, grads, factor, None)
         } else {
@@ -264,16 +263,14 @@ pub fn apply_gradients(
         } else {
             keep.clone().float().ones_like()
         };
-        let factor = factor.div_scalar(scale);
-        let model = optim.step(settings.lr, model, grads, Some(factor), Some(keep));
-        let read = read(loss, correct, norm2);
-        if !(read.0.is_finite() && read.2.is_finite()) {
-            optim.skipped();
-        }
-        (model, read)
+        let model = optim.step(settings.lr, model, grads, Some(factor.div_scalar(scale)), Some(keep));
+        (model, read(loss, correct, norm2))
     };
     let grad_norm = norm2.sqrt() / scale;
     let applied = loss.is_finite() && norm2.is_finite();
+    if !on_host && !applied {
+        optim.skipped();
+    }
     prof.mark(device, Phase::Optimizer, t3);
     (model, StepOutcome { loss, correct, samples, grad_norm, applied, memory })
 }
@@ -290,8 +287,8 @@ pub fn peak(a: Option<device::MemoryStats>, b: Option<device::MemoryStats>) -> O
     }
 }
 
-/// The dropout seed of step `step` (the value micro-batch 0 of the step was seeded with when
-/// each micro-batch was re-seeded, so single-micro-batch runs draw the same masks as then).
+/// The dropout seed of step `step` (the trailing 0 keeps the seeds of run directories written
+/// when every micro-batch was seeded, so they resume with the same masks).
 fn mix(seed: u64, step: u64) -> u64 {
     let h = fnv1a(fnv1a(FNV_OFFSET, &seed.to_le_bytes()), &step.to_le_bytes());
     fnv1a(h, &0u64.to_le_bytes())
