@@ -980,6 +980,18 @@ fn a_training_step_on_wgpu_launches_a_bounded_number_of_kernels_and_waits_a_boun
     assert!(cache.join("autotune").is_dir(), "no autotune results in {}", cache.display());
 }
 
+/// A small conv-transformer whose forward pass draws nothing at random and leaves its weights
+/// alone: no dropout, BatchNorm running statistics frozen (the forward pass would update them).
+const STILL_CONV: [&str; 7] = [
+    "model.kind=\"conv_transformer\"",
+    "model.dim=16",
+    "model.heads=2",
+    "model.drop_path=0.0",
+    "model.attention_dropout=0.0",
+    "model.late_dropout=0.0",
+    "model.bn_momentum=0.0",
+];
+
 /// The optimizer against burn-optim's `AdamW` and `Sgd`: 20 steps of a small conv-transformer
 /// on the same batch, on the CPU (steps decided on the host) and on WGPU (decided on the
 /// device), with a skipped step, a save and load of its state, and a load of the state Burn's
@@ -1000,16 +1012,6 @@ fn the_optimizer_takes_the_steps_of_burns_adamw_and_sgd() {
         let wgpu = device::resolve(&device::DeviceSpec::Wgpu(None), &device::SelectionPolicy::default()).unwrap();
         devices.push(wgpu.device);
     }
-    let model_sets = [
-        "model.kind=\"conv_transformer\"",
-        "model.dim=16",
-        "model.heads=2",
-        "model.drop_path=0.0",
-        "model.attention_dropout=0.0",
-        "model.late_dropout=0.0",
-        // Running statistics are weights that the forward pass itself changes: frozen.
-        "model.bn_momentum=0.0",
-    ];
     for dev in &devices {
         let on_device = device::backend_name(dev) != "cpu";
         for (kind, sets) in [
@@ -1026,7 +1028,7 @@ fn the_optimizer_takes_the_steps_of_burns_adamw_and_sgd() {
                 ],
             ),
         ] {
-            let all: Vec<&str> = model_sets.iter().copied().chain(sets).collect();
+            let all: Vec<&str> = STILL_CONV.iter().copied().chain(sets).collect();
             let cfg = smoke(tmp.path(), &all);
             let o = &cfg.optimizer;
             let init = {
@@ -1516,22 +1518,10 @@ fn two_cpu_peers_reach_the_weights_of_one_device() {
     // BatchNorm (the conv-transformer) normalizes each peer's rows on their own, as DDP without
     // SyncBatchNorm does: 2 peers x 4 rows equal one device accumulating 2 micro-batches of 4
     // (the same rows: the loader shuffles, then cuts batches), not one batch of 8.
-    let conv = [
-        "model.kind=\"conv_transformer\"",
-        "model.dim=16",
-        "model.heads=2",
-        "model.drop_path=0.0",
-        "model.attention_dropout=0.0",
-        "model.late_dropout=0.0",
-        // Running statistics frozen: the group keeps the leader's, accumulation updates them twice.
-        "model.bn_momentum=0.0",
-        "optimizer.kind=sgd",
-        "optimizer.lr=0.05",
-        "training.epochs=1",
-        "checkpoint.every_steps=0",
-    ];
+    // Running statistics frozen: the group keeps the leader's, accumulation updates them twice.
+    let conv = ["optimizer.kind=sgd", "optimizer.lr=0.05", "training.epochs=1", "checkpoint.every_steps=0"];
     let go = |name: &str, extra: &[&str]| {
-        let sets: Vec<&str> = conv.iter().chain(extra).copied().collect();
+        let sets: Vec<&str> = STILL_CONV.iter().chain(&conv).chain(extra).copied().collect();
         let out =
             run(smoke(tmp.path(), &sets), RunOptions { run_dir: Some(tmp.path().join(name)), ..Default::default() })
                 .unwrap();
