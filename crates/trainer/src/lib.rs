@@ -63,6 +63,12 @@ pub type TrainBackend = device::TrainBackend;
 /// The same backend without autodiff (validation, export).
 pub type InnerBackend = device::Backend;
 
+/// Whether `device` is a GPU backend (CUDA or WGPU): work is queued and runs asynchronously,
+/// kernels are compiled per shape, memory comes from a pool.
+pub fn on_gpu(device: &device::DispatchDevice) -> bool {
+    device::backend_name(device) != "cpu"
+}
+
 /// Every way training can fail; each names the file, key or run it is about.
 #[derive(Debug, thiserror::Error)]
 pub enum TrainError {

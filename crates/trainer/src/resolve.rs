@@ -51,7 +51,7 @@ impl ResolvedCompute {
 
     /// Whether the device is a GPU backend (CUDA or WGPU): asynchronous, with a memory pool.
     pub fn on_gpu(&self) -> bool {
-        device::backend_name(self.device()) != "cpu"
+        crate::on_gpu(self.device())
     }
 }
 

@@ -240,7 +240,7 @@ pub fn apply_gradients(
         let first = |i: usize| read[i].iter::<f64>().next().unwrap_or(f64::NAN);
         (first(0), first(1).round() as u64, first(2))
     };
-    let on_host = device::backend_name(device) == "cpu";
+    let on_host = !crate::on_gpu(device);
     let (model, (loss, correct, norm2)) = if on_host {
         let (loss, correct, n2) = read(loss, correct, norm2);
         let model = if loss.is_finite() && n2.is_finite() {
@@ -261,7 +261,7 @@ pub fn apply_gradients(
             let over = grad_norm.clone().greater_elem(clip).float();
             grad_norm.add_scalar(1e-6).recip().mul_scalar(clip).sub_scalar(1.0).mul(over).add_scalar(1.0)
         } else {
-            keep.clone().float().ones_like()
+            Tensor::ones([1], device)
         };
         let model = optim.step(settings.lr, model, grads, Some(factor.div_scalar(scale)), Some(keep));
         (model, read(loss, correct, norm2))

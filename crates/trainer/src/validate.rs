@@ -75,7 +75,7 @@ pub fn evaluate(
     let batches = EpochLoader::start(ds.clone(), batcher, indices, &cfg, 0, 0);
     // On GPU-class devices a short last batch is a new shape (kernels compiled and tuned again):
     // it is padded to the full batch with copies of its first row, whose outputs are not read.
-    let pad_to = (device::backend_name(device) != "cpu").then_some(batch_size);
+    let pad_to = crate::on_gpu(device).then_some(batch_size);
     let on_device = |hb: &data::loader::HostBatch| match pad_to {
         Some(rows) if hb.batch < rows => padded(hb, rows).to_device::<InnerBackend>(device),
         _ => hb.to_device::<InnerBackend>(device),
