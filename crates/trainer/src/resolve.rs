@@ -220,6 +220,26 @@ impl ResolvedRun {
     }
 }
 
+/// The micro-batch and accumulation to continue with after an out-of-memory at micro-batch `b`
+/// with `k` accumulation steps: at most half of `b`, the same effective batch `b * k`, and a power
+/// of two where one at least half as large as that divides the effective batch (cubecl tunes
+/// kernels by power-of-two shape buckets, so such a batch meets fewer new kernels). `None` at
+/// micro-batch 1.
+pub fn smaller_micro_batch(b: usize, k: usize) -> Option<(usize, usize)> {
+    if b <= 1 {
+        return None;
+    }
+    let total = b * k.max(1);
+    let half = b / 2;
+    let divides = |m: usize| total % m == 0;
+    let pow2 = (0..usize::BITS).map(|i| 1usize << i).take_while(|&m| m <= half).filter(|&m| divides(m)).last();
+    let m = match pow2 {
+        Some(p) if 2 * p >= half => p,
+        _ => (1..=half).rev().find(|&m| divides(m)).unwrap_or(1),
+    };
+    Some((m, total / m))
+}
+
 /// The dataset root: `data.path`, or the built-in dataset of the task, generated once per
 /// setting: `[synthetic]` signs for classification, `[sentences]` of those signs for CTC.
 pub fn dataset_root(cfg: &ExperimentConfig, progress: bool) -> Result<PathBuf> {
@@ -332,4 +352,31 @@ pub fn prepare_data(cfg: &ExperimentConfig, pre: &Preprocessor, progress: bool) 
         ds.split_by_group(cfg.data.valid_fraction, cfg.data.split_seed)
     };
     Ok(PreparedData { root, dataset: Arc::new(ds), train, valid })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::smaller_micro_batch;
+
+    #[test]
+    fn a_smaller_micro_batch_keeps_the_effective_batch_and_prefers_powers_of_two() {
+        assert_eq!(smaller_micro_batch(8, 1), Some((4, 2)));
+        assert_eq!(smaller_micro_batch(64, 2), Some((32, 4)));
+        // 24 is half of 48, but 16 divides 48 and falls in a tuned power-of-two bucket.
+        assert_eq!(smaller_micro_batch(48, 1), Some((16, 3)));
+        assert_eq!(smaller_micro_batch(96, 1), Some((32, 3)));
+        // No power of two within a factor of two of 50 divides 100: the largest divisor.
+        assert_eq!(smaller_micro_batch(100, 1), Some((50, 2)));
+        // Odd micro-batches used to lose samples (7 -> 3 x 2 = 6); the effective batch stays 7.
+        assert_eq!(smaller_micro_batch(7, 1), Some((1, 7)));
+        assert_eq!(smaller_micro_batch(6, 1), Some((2, 3)));
+        assert_eq!(smaller_micro_batch(3, 4), Some((1, 12)));
+        assert_eq!(smaller_micro_batch(1, 8), None);
+        for b in 2..200 {
+            for k in 1..5 {
+                let (m, n) = smaller_micro_batch(b, k).unwrap();
+                assert!(m <= b / 2 && m >= 1 && m * n == b * k, "b {b} k {k} -> {m} x {n}");
+            }
+        }
+    }
 }

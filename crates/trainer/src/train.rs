@@ -125,12 +125,12 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
                 run_dir.display()
             )));
         }
-        if b <= 1 {
+        let Some((smaller, accumulation)) = crate::resolve::smaller_micro_batch(b, k) else {
             return Err(stop(format!(
                 "It failed at micro-batch 1, so a smaller batch cannot help: use a device with more memory, a smaller model or shorter sequences (preprocess.max_frames); the checkpoints in {} are intact",
                 run_dir.display()
             )));
-        }
+        };
         if survived.len() >= limit {
             return Err(stop(format!(
                 "recovery.max_device_faults = {limit} reached (micro-batch now {b}); the checkpoints are intact: lower training.batch_size and continue with --resume {}",
@@ -138,7 +138,7 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
             )));
         }
         device::empty_cache(run.compute.device());
-        run = run.with_micro_batch(b / 2, k * 2);
+        run = run.with_micro_batch(smaller, accumulation);
         crate::export::write_run_files(&run_dir, &run)?;
         let again = RunOptions { run_dir: Some(run_dir.clone()), resume: true, ..opts.clone() };
         opened = crate::resume::open(&run.config, &again)?;
