@@ -71,8 +71,12 @@ struct Slot {
 pub struct Optim {
     rule: Rule,
     slots: HashMap<ParamId, Slot>,
-    /// Steps applied so far (AdamW's bias correction uses it).
+    /// Steps given so far, less those the host knows were skipped (AdamW's bias correction).
     applied: u64,
+    /// How many of the steps given with `keep` since the host last settled them were skipped,
+    /// counted on the device (`[1]`); `None` when none is unsettled. The bias correction of a
+    /// step takes them out on the device, so the loop need not read each step's outcome.
+    unsettled_skips: Option<T1>,
 }
 
 impl std::fmt::Debug for Optim {
@@ -97,14 +101,16 @@ impl Optim {
                 weight_decay: f64::from(cfg.weight_decay as f32),
             },
         };
-        Self { rule, slots: HashMap::new(), applied: 0 }
+        Self { rule, slots: HashMap::new(), applied: 0, unsettled_skips: None }
     }
 
     /// Apply `grads` to `model` with learning rate `lr`, every gradient multiplied by `factor`
     /// (`[1]`; none: 1). `keep` (`[1]`, on the device) decides there whether the step applies:
     /// where it is false, model and state stay as they were (the gradients may then be
-    /// non-finite), and the caller reports what it read with [`Optim::skipped`]; without it the
-    /// step applies (the caller knows it is finite). Nothing is read back to the host.
+    /// non-finite), and the caller reports how many such steps were skipped with
+    /// [`Optim::settle`], now or some steps later; until then the device counts them and later
+    /// steps' bias corrections leave them out. Without `keep` the step applies (the caller knows
+    /// it is finite). Nothing is read back to the host.
     pub fn step(
         &mut self,
         lr: f64,
@@ -115,27 +121,50 @@ impl Optim {
     ) -> M {
         self.applied += 1;
         let t = self.applied as i32;
+        // Skips counted on the device so far (none when the last step was settled); this step's
+        // own skip is added for the steps after it. The same ops every step: compiled once.
+        let skips = keep.as_ref().map(|k| {
+            let before = self.unsettled_skips.take().unwrap_or_else(|| Tensor::zeros([1], &k.device()));
+            let now = before.clone() + k.clone().float().neg().add_scalar(1.0);
+            self.unsettled_skips = Some(now);
+            before
+        });
         let corrections = match self.rule {
             // As burn-optim computes them: in f32 on the host.
             Rule::AdamW { beta1, beta2, .. } => {
                 let c = |beta: f64| f64::from(1f32 - (beta as f32).powi(t));
-                (c(beta1), c(beta2))
+                let host = (c(beta1), c(beta2));
+                match &skips {
+                    None => Corrections::Host(host.0, host.1),
+                    Some(skips) => Corrections::Device(
+                        without_skips(skips, beta1, t, host.0),
+                        without_skips(skips, beta2, t, host.1),
+                    ),
+                }
             }
-            Rule::Sgd { .. } => (1.0, 1.0),
+            Rule::Sgd { .. } => Corrections::Host(1.0, 1.0),
         };
         let mut mapper = Update { rule: self.rule, lr, slots: &mut self.slots, grads, factor, keep, corrections };
         model.map(&mut mapper)
     }
 
-    /// The step just given to [`Optim::step`] with `keep` was not applied (its loss or
-    /// gradients were not finite): it does not count as a step.
-    pub fn skipped(&mut self) {
-        self.applied = self.applied.saturating_sub(1);
+    /// The host has read the outcomes of every step given with `keep` since the last call:
+    /// `skipped` of them were not applied (their loss or gradients were not finite) and do not
+    /// count as steps.
+    pub fn settle(&mut self, skipped: u64) {
+        self.applied = self.applied.saturating_sub(skipped);
+        self.unsettled_skips = None;
     }
 
     /// Write the state to `path`, atomically, in Burn's optimizer record format (waits for the
     /// device: call it where the loop saves a checkpoint).
     pub fn save(&self, path: &Path) -> Result<()> {
+        if self.unsettled_skips.is_some() {
+            return Err(TrainError::Invalid(format!(
+                "{}: the optimizer was saved before the outcomes of its last steps were read (a bug: settle first)",
+                path.display()
+            )));
+        }
         let time = self.applied as usize;
         match self.rule {
             Rule::AdamW { .. } => {
@@ -200,7 +229,7 @@ impl Optim {
                 }
             }
         }
-        Ok(Self { rule: self.rule, slots, applied: time as u64 })
+        Ok(Self { rule: self.rule, slots, applied: time as u64, unsettled_skips: None })
     }
 }
 
@@ -256,6 +285,26 @@ fn sgd_velocity(
     })
 }
 
+/// AdamW's bias corrections `1 - beta^t` of a step.
+enum Corrections {
+    /// Known on the host (no step is unsettled).
+    Host(f64, f64),
+    /// `[1]` tensors on the device, with the unsettled skipped steps taken out of `t`.
+    Device(T1, T1),
+}
+
+/// `1 - beta^(t - skips)` on the device: exactly `host` (`1 - beta^t` as the host computes it)
+/// while no unsettled step was skipped (`host + (x - host) x 0`), else `1 - beta^t x beta^-skips`
+/// (equal within rounding). Element-wise float ops only, which the fusion joins into one kernel.
+fn without_skips(skips: &T1, beta: f64, t: i32, host: f64) -> T1 {
+    let beta = beta as f32;
+    let shifted =
+        skips.clone().mul_scalar(-f64::from(beta.ln())).exp().mul_scalar(-f64::from(beta.powi(t))).add_scalar(1.0);
+    // 0 without skips, else 1 (skips are whole numbers): s / (s + 1e-30).
+    let any = skips.clone().div(skips.clone().add_scalar(1e-30));
+    shifted.sub_scalar(host).mul(any).add_scalar(host)
+}
+
 /// The update of every parameter that has a gradient.
 struct Update<'a> {
     rule: Rule,
@@ -265,7 +314,7 @@ struct Update<'a> {
     factor: Option<T1>,
     keep: Option<Tensor<InnerBackend, 1, Bool>>,
     /// AdamW's bias corrections 1 - beta^t of this step.
-    corrections: (f64, f64),
+    corrections: Corrections,
 }
 
 impl Update<'_> {
@@ -294,8 +343,11 @@ impl Update<'_> {
                 };
                 let m = m0.clone().mul_scalar(beta1).add(g.clone().mul_scalar(1.0 - beta1));
                 let v = v0.clone().mul_scalar(beta2).add(g.square().mul_scalar(1.0 - beta2));
-                let (c1, c2) = self.corrections;
-                let delta = m.clone().div_scalar(c1).div(v.clone().div_scalar(c2).sqrt().add_scalar(epsilon));
+                let (m_hat, v_hat) = match &self.corrections {
+                    Corrections::Host(c1, c2) => (m.clone().div_scalar(*c1), v.clone().div_scalar(*c2)),
+                    Corrections::Device(c1, c2) => (m.clone().div(c1.clone()), v.clone().div(c2.clone())),
+                };
+                let delta = m_hat.div(v_hat.sqrt().add_scalar(epsilon));
                 let decayed =
                     if weight_decay == 0.0 { p.clone() } else { p.clone().mul_scalar(1.0 - lr * weight_decay) };
                 let new_p = decayed - delta.mul_scalar(lr);

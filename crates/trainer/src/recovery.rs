@@ -46,16 +46,18 @@ impl Recovery {
         }
     }
 
-    /// After step `state.step` was skipped: log it and, when too many were bad in a row, return
-    /// the snapshot to roll back to (the LR is cut in `state`), or abort the run.
+    /// After step `step` (of 0-based `epoch`) was skipped: log it and, when too many were bad in
+    /// a row, return the snapshot to roll back to (the LR is cut in `state`), or abort the run.
     pub fn bad_step(
         &mut self,
         state: &mut TrainState,
+        step: usize,
+        epoch: usize,
         outcome: &StepOutcome,
         amp: &AmpConfig,
         report: &mut Reporter,
     ) -> Result<Option<Restored>> {
-        let (step, epoch) = (state.step, state.epoch + 1);
+        let epoch = epoch + 1;
         state.skipped_steps += 1;
         let cause = if outcome.loss.is_finite() {
             format!("gradient norm is {}", outcome.grad_norm)

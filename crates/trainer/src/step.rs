@@ -4,11 +4,17 @@
 //! Per step: for each micro-batch, the mixed-precision forward ([`ComputeModel`]: weights and
 //! inputs cast to the compute dtype, logits back in f32), the task's loss in f32
 //! ([`Objective`]), the backward pass of `loss x scale / K`, and the gradients summed onto the
-//! f32 masters; then ONE host read (loss, correct count, squared global gradient norm; CTC
-//! also reads each micro-batch's log-probabilities, as its loss runs on the host), and, when everything is finite, global-norm
-//! clipping, unscaling and the optimizer update. A step whose loss or gradients are not finite
-//! leaves the model and optimizer untouched; what to do about it is the caller's policy
-//! ([`crate::recovery`], [`crate::amp::LossScaler`]).
+//! f32 masters; then global-norm clipping, unscaling and the optimizer update where the loss and
+//! gradients are finite, and the step's outcome (loss, correct count, global gradient norm). A
+//! step whose loss or gradients are not finite leaves the model and optimizer untouched; what to
+//! do about it is the caller's policy ([`crate::recovery`], [`crate::amp::LossScaler`]).
+//!
+//! Host reads: on the CPU the outcome is read before the update (one read per step). On a
+//! GPU-class device the finiteness decision and the clipping factor stay on the device, and the
+//! outcome is a [`PendingOutcome`]: [`train_step`] reads it at once, [`queue_step`] leaves it
+//! for [`settle`], which reads the outcomes of many steps in one wait (the training loop does so
+//! once per log interval). CTC also reads each micro-batch's log-probabilities, as its loss runs
+//! on the host.
 
 use std::time::Instant;
 
@@ -118,6 +124,83 @@ impl std::fmt::Debug for StepGradients {
     }
 }
 
+/// A step's outcome as the step left it: read on the CPU, still on the device on a GPU-class
+/// backend, where reading it waits for the step to finish. [`settle`] reads any number of them
+/// at once.
+pub struct PendingOutcome {
+    state: Pending,
+}
+
+enum Pending {
+    Read(StepOutcome),
+    Queued {
+        /// Loss, correct count and squared gradient norm (scaled), `[1]` each, on the device.
+        loss: Tensor<InnerBackend, 1>,
+        correct: Tensor<InnerBackend, 1>,
+        norm2: Tensor<InnerBackend, 1>,
+        loss_scale: f64,
+        samples: u64,
+        memory: Option<device::MemoryStats>,
+    },
+}
+
+impl From<StepOutcome> for PendingOutcome {
+    fn from(outcome: StepOutcome) -> Self {
+        Self { state: Pending::Read(outcome) }
+    }
+}
+
+impl PendingOutcome {
+    /// Samples in the step (known without reading the device).
+    pub fn samples(&self) -> u64 {
+        match &self.state {
+            Pending::Read(o) => o.samples,
+            Pending::Queued { samples, .. } => *samples,
+        }
+    }
+}
+
+impl std::fmt::Debug for PendingOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.state {
+            Pending::Read(o) => f.debug_tuple("Read").field(o).finish(),
+            Pending::Queued { samples, .. } => f.debug_struct("Queued").field("samples", samples).finish(),
+        }
+    }
+}
+
+/// The outcomes of `pending` steps, in order, read from the device in one wait, and `optim` told
+/// how many of them it skipped ([`Optim::settle`]). Every step given to `optim` since it was
+/// last settled must be among them.
+pub fn settle(pending: Vec<PendingOutcome>, optim: &mut Optim) -> Vec<StepOutcome> {
+    let mut tx = Transaction::default();
+    let mut queued = 0;
+    for p in &pending {
+        if let Pending::Queued { loss, correct, norm2, .. } = &p.state {
+            tx = tx.register(loss.clone()).register(correct.clone()).register(norm2.clone());
+            queued += 1;
+        }
+    }
+    let read = if queued > 0 { tx.execute() } else { Vec::new() };
+    let mut values = read.iter().map(|d| d.iter::<f64>().next().unwrap_or(f64::NAN));
+    let mut next = || values.next().unwrap_or(f64::NAN);
+    let outcomes: Vec<StepOutcome> = pending
+        .into_iter()
+        .map(|p| match p.state {
+            Pending::Read(o) => o,
+            Pending::Queued { loss_scale, samples, memory, .. } => {
+                let (loss, correct, norm2) = (next(), next().round() as u64, next());
+                let applied = loss.is_finite() && norm2.is_finite();
+                StepOutcome { loss, correct, samples, grad_norm: norm2.sqrt() / loss_scale, applied, memory }
+            }
+        })
+        .collect();
+    if queued > 0 {
+        optim.settle(outcomes.iter().filter(|o| !o.applied).count() as u64);
+    }
+    outcomes
+}
+
 /// Runs one optimizer step. `next_batch(k)` supplies micro-batch `k` on the device. Returns the
 /// updated model (unchanged when the step was not finite) and the outcome.
 pub fn train_step(
@@ -133,6 +216,23 @@ pub fn train_step(
     let weights = vec![1.0 / k_total as f64; k_total];
     let grads = compute_gradients(device, &model, objective, settings, &weights, prof, next_batch)?;
     Ok(apply_gradients(device, model, optim, settings, grads, prof))
+}
+
+/// [`train_step`] without the wait for its outcome on a GPU-class backend: the update is queued,
+/// the outcome stays on the device until [`settle`]d (with the steps after it, in one read).
+pub fn queue_step(
+    device: &Device,
+    model: SignModel<TrainBackend>,
+    optim: &mut Optim,
+    objective: &Objective,
+    settings: &StepSettings,
+    prof: &mut Profiler,
+    next_batch: impl FnMut(usize) -> Result<SignBatch<TrainBackend>>,
+) -> Result<(SignModel<TrainBackend>, PendingOutcome)> {
+    let k_total = settings.micro_batches.max(1);
+    let weights = vec![1.0 / k_total as f64; k_total];
+    let grads = compute_gradients(device, &model, objective, settings, &weights, prof, next_batch)?;
+    Ok(queue_gradients(device, model, optim, settings, grads, prof))
 }
 
 /// The forward and backward passes of one step: for each micro-batch `k` (`next_batch(k)`, on
@@ -226,6 +326,23 @@ pub fn apply_gradients(
     step: StepGradients,
     prof: &mut Profiler,
 ) -> (SignModel<TrainBackend>, StepOutcome) {
+    let (model, pending) = queue_gradients(device, model, optim, settings, step, prof);
+    let t4 = Instant::now();
+    let outcome = settle(vec![pending], optim).pop().expect("one outcome per step");
+    prof.mark(device, Phase::Optimizer, t4);
+    (model, outcome)
+}
+
+/// [`apply_gradients`] up to the read: on a GPU-class device the update is queued and the
+/// outcome left there; on the CPU it is read first (the update depends on it there).
+fn queue_gradients(
+    device: &Device,
+    model: SignModel<TrainBackend>,
+    optim: &mut Optim,
+    settings: &StepSettings,
+    step: StepGradients,
+    prof: &mut Profiler,
+) -> (SignModel<TrainBackend>, PendingOutcome) {
     let t3 = Instant::now();
     let StepGradients { mut grads, loss, correct, samples, memory } = step;
     if settings.faults.inf_grad {
@@ -235,16 +352,13 @@ pub fn apply_gradients(
     model.visit(&mut norm);
     let norm2 = norm.parts.into_iter().reduce(|a, b| a + b).unwrap_or_else(|| Tensor::zeros([1], device));
     let (scale, clip) = (settings.loss_scale, settings.clip_grad_norm);
-    let read = |loss: Tensor<InnerBackend, 1>, correct, norm2| {
+    let (model, pending) = if !crate::on_gpu(device) {
         let read = Transaction::default().register(loss).register(correct).register(norm2).execute();
         let first = |i: usize| read[i].iter::<f64>().next().unwrap_or(f64::NAN);
-        (first(0), first(1).round() as u64, first(2))
-    };
-    let on_host = !crate::on_gpu(device);
-    let (model, (loss, correct, norm2)) = if on_host {
-        let (loss, correct, n2) = read(loss, correct, norm2);
-        let model = if loss.is_finite() && n2.is_finite() {
-            let grad_norm = n2.sqrt() / scale;
+        let (loss, correct, n2) = (first(0), first(1).round() as u64, first(2));
+        let applied = loss.is_finite() && n2.is_finite();
+        let grad_norm = n2.sqrt() / scale;
+        let model = if applied {
             let clipped = if clip > 0.0 && grad_norm > clip { clip / (grad_norm + 1e-6) } else { 1.0 };
             let factor = clipped / scale;
             let factor = (factor != 1.0).then(|| Tensor::from_floats([factor as f32], device));
@@ -252,7 +366,7 @@ pub fn apply_gradients(
         } else {
             model
         };
-        (model, (loss, correct, n2))
+        (model, Pending::Read(StepOutcome { loss, correct, samples, grad_norm, applied, memory }))
     } else {
         let keep = loss.clone().is_finite().bool_and(norm2.clone().is_finite());
         let grad_norm = norm2.clone().sqrt().div_scalar(scale);
@@ -264,15 +378,10 @@ pub fn apply_gradients(
             Tensor::ones([1], device)
         };
         let model = optim.step(settings.lr, model, grads, Some(factor.div_scalar(scale)), Some(keep));
-        (model, read(loss, correct, norm2))
+        (model, Pending::Queued { loss, correct, norm2, loss_scale: scale, samples, memory })
     };
-    let grad_norm = norm2.sqrt() / scale;
-    let applied = loss.is_finite() && norm2.is_finite();
-    if !on_host && !applied {
-        optim.skipped();
-    }
     prof.mark(device, Phase::Optimizer, t3);
-    (model, StepOutcome { loss, correct, samples, grad_norm, applied, memory })
+    (model, PendingOutcome { state: pending })
 }
 
 /// The larger in-use and reserved figures of two samples.

@@ -1,6 +1,11 @@
-//! The training loop: it sequences epochs of optimizer steps ([`crate::step::train_step`]),
+//! The training loop: it sequences epochs of optimizer steps ([`crate::step::queue_step`]),
 //! validation, best-epoch tracking, checkpoints and reports. The step itself, recovery from
 //! non-finite steps, reporting and export live in their own modules.
+//!
+//! On a GPU-class device (one process, no f16 loss scaling) the steps' outcomes stay on the
+//! device and are settled in one read where something needs them: a log line, a checkpoint, the
+//! end of an epoch or of the run. The loss-scale and recovery policies and the tallies then run
+//! step by step in order, as they would after each step.
 //!
 //! Dropout is re-seeded from (seed, step, micro-batch) and the data order and augmentation from
 //! (seed, epoch, position), so a resumed run continues bit for bit on the CPU.
@@ -31,7 +36,7 @@ use crate::report::{fmt_duration, Progress, Reporter, Summary};
 use crate::resolve::ResolvedRun;
 use crate::resume::OpenedRun;
 use crate::schedule::LrSchedule;
-use crate::step::{train_step, StepFaults, StepOutcome, StepSettings};
+use crate::step::{queue_step, PendingOutcome, StepFaults, StepOutcome, StepSettings};
 use crate::validate::evaluate;
 use crate::{Result, TrainBackend, TrainError};
 
@@ -315,6 +320,20 @@ struct Trainer<'a> {
     /// the first after a checkpoint (the points a run resumes from) or a rollback. Only then:
     /// under Burn's fusion a re-seed makes the host wait for the device.
     reseed: bool,
+    /// Steps whose outcome is still on the device, oldest first.
+    unsettled: Vec<Unsettled>,
+    /// Leave step outcomes on the device until a log line, checkpoint, epoch end or the end of
+    /// the run needs them (a GPU-class device, one process, no f16 loss scaling, whose scale
+    /// follows every step): the host then never waits for the device in between.
+    defer: bool,
+}
+
+/// A step queued on the device whose outcome the loop has not read yet.
+struct Unsettled {
+    pending: PendingOutcome,
+    step: usize,
+    epoch: usize,
+    loss_scale: f64,
 }
 
 impl<'a> Trainer<'a> {
@@ -401,6 +420,7 @@ impl<'a> Trainer<'a> {
         }
         let monitor = gpu_monitor(device, &opened.run_dir)?;
         let (epoch_sums, window_sums) = (state.epoch_sums, state.window_sums);
+        let defer = run.compute.on_gpu() && group.is_none() && !state.scaler.enabled;
         Ok(Self {
             recovery: Recovery::new(&cfg.recovery, &model, &optim, state.step),
             schedule: LrSchedule::new(&cfg.schedule, cfg.optimizer.lr, steps_per_epoch, total_steps),
@@ -427,8 +447,10 @@ impl<'a> Trainer<'a> {
             stopped_early: false,
             survived,
             at,
+            defer,
             group,
             reseed: true,
+            unsettled: Vec::new(),
         })
     }
 
@@ -483,9 +505,9 @@ impl<'a> Trainer<'a> {
         }
         while self.state.batch_in_epoch < usable && self.state.step < self.total_steps {
             let step_start = Instant::now();
-            let (outcome, lr) = self.step(&mut loader)?;
+            let (samples, lr) = self.step(&mut loader)?;
             let epoch_ends = self.state.batch_in_epoch >= usable;
-            self.after_step(&outcome, lr, epoch_ends)?;
+            self.after_step(samples, lr, epoch_ends)?;
             self.prof.end_step(step_start);
             if self.stop_after_steps.is_some_and(|s| self.state.step >= s) && !epoch_ends {
                 return Ok(Ended::Interrupted);
@@ -494,8 +516,9 @@ impl<'a> Trainer<'a> {
         Ok(Ended::Finished)
     }
 
-    /// One optimizer step, then the loss-scale and recovery policies. Returns the outcome and the LR.
-    fn step(&mut self, loader: &mut Feed) -> Result<(StepOutcome, f64)> {
+    /// One optimizer step, queued; its outcome joins the unsettled ones. Returns the step's
+    /// samples and its LR.
+    fn step(&mut self, loader: &mut Feed) -> Result<(u64, f64)> {
         let run = self.run;
         let cfg = &run.config;
         let device = run.compute.device();
@@ -525,8 +548,8 @@ impl<'a> Trainer<'a> {
         let data_wait = &mut self.data_wait;
         let model = self.model.clone();
         let ended = || TrainError::Invalid(format!("the data loader ended early in epoch {}", epoch + 1));
-        let (model, outcome) = match &mut self.group {
-            None => train_step(device, model, &mut self.optim, &self.objective, &settings, &mut self.prof, |_| {
+        let (model, pending) = match &mut self.group {
+            None => queue_step(device, model, &mut self.optim, &self.objective, &settings, &mut self.prof, |_| {
                 let t0 = Instant::now();
                 let batch = loader.next(device).ok_or_else(ended)?;
                 *data_wait += t0.elapsed();
@@ -542,11 +565,47 @@ impl<'a> Trainer<'a> {
                 for (kind, detail) in events {
                     self.report.event(step, epoch + 1, kind, detail)?;
                 }
-                (model, outcome)
+                (model, PendingOutcome::from(outcome))
             }
         };
         self.model = model;
         self.state.batch_in_epoch += micro_batches;
+        let samples = pending.samples();
+        self.unsettled.push(Unsettled { pending, step, epoch, loss_scale: scale });
+        if !self.defer {
+            self.settle()?;
+        }
+        Ok((samples, lr))
+    }
+
+    /// Read the outcomes of the unsettled steps (one wait), then, step by step, the loss-scale
+    /// and recovery policies and the running tallies.
+    fn settle(&mut self) -> Result<()> {
+        let units = std::mem::take(&mut self.unsettled);
+        let Some(last_step) = units.last().map(|u| u.step) else { return Ok(()) };
+        let (pending, units): (Vec<_>, Vec<_>) =
+            units.into_iter().map(|u| (u.pending, (u.step, u.epoch, u.loss_scale))).unzip();
+        let outcomes = crate::step::settle(pending, &mut self.optim);
+        for (outcome, (step, epoch, scale)) in outcomes.iter().zip(units) {
+            self.policies(outcome, step, epoch, scale, last_step)?;
+            self.last_grad_norm = outcome.grad_norm;
+            self.window.add(outcome);
+            self.epoch.add(outcome);
+        }
+        Ok(())
+    }
+
+    /// The loss-scale and recovery policies after step `step`. The model in hand is that after
+    /// `last_step` (a later step settled in the same read; steps that were skipped changed nothing).
+    fn policies(
+        &mut self,
+        outcome: &StepOutcome,
+        step: usize,
+        epoch: usize,
+        scale: f64,
+        last_step: usize,
+    ) -> Result<()> {
+        let cfg = &self.run.config;
         match self.state.scaler.update(outcome.applied, &cfg.amp) {
             ScaleChange::Grew(to) => {
                 self.report.event(step, epoch + 1, "loss_scale_growth", format!("loss scale {scale} -> {to}"))?
@@ -560,32 +619,36 @@ impl<'a> Trainer<'a> {
             ScaleChange::None => {}
         }
         if outcome.applied {
-            self.recovery.good_step(&mut self.state, &self.model, &self.optim, step);
+            self.recovery.good_step(&mut self.state, &self.model, &self.optim, last_step);
         } else if let Some((model, optim)) =
-            self.recovery.bad_step(&mut self.state, &outcome, &cfg.amp, &mut self.report)?
+            self.recovery.bad_step(&mut self.state, step, epoch, outcome, &cfg.amp, &mut self.report)?
         {
             self.model = model;
             self.optim = optim;
             self.reseed = true;
         }
-        Ok((outcome, lr))
+        Ok(())
     }
 
-    /// Counters, cache emptying, the progress line, the `kind=step` row and step checkpoints.
-    fn after_step(&mut self, outcome: &StepOutcome, lr: f64, epoch_ends: bool) -> Result<()> {
+    /// Counters, cache emptying, settling the outcomes where they are needed, the progress line,
+    /// the `kind=step` row and step checkpoints.
+    fn after_step(&mut self, samples: u64, lr: f64, epoch_ends: bool) -> Result<()> {
         let run = self.run;
         let t = &run.config.training;
         let epoch = self.state.epoch;
-        self.last_grad_norm = outcome.grad_norm;
         if t.empty_cache_interval > 0 && (self.state.step + 1).is_multiple_of(t.empty_cache_interval) {
-            self.empty_cache(outcome.samples)?;
+            self.empty_cache(samples)?;
         }
         self.state.step += 1;
-        self.state.samples += outcome.samples;
-        self.window.add(outcome);
-        self.epoch.add(outcome);
+        self.state.samples += samples;
         let step = self.state.step;
         let log_now = step.is_multiple_of(t.log_every) || step == self.total_steps;
+        let checkpoint_due =
+            checkpoint::step_checkpoint_due(&run.config.checkpoint, run.compute.on_gpu(), step, epoch_ends);
+        let stopping = self.stop_after_steps.is_some_and(|s| step >= s);
+        if log_now || checkpoint_due || epoch_ends || stopping {
+            self.settle()?;
+        }
         let sps = self.window.samples_per_s();
         let done = (step - self.resumed_from.unwrap_or(0)) as f64;
         let eta = self.loop_start.elapsed().as_secs_f64() / done.max(1.0) * (self.total_steps - step) as f64;
@@ -611,7 +674,7 @@ impl<'a> Trainer<'a> {
                 loss: Some(self.window.mean_loss()),
                 top1: Some(self.window.top1()),
                 lr: Some(lr),
-                grad_norm: Some(outcome.grad_norm),
+                grad_norm: Some(self.last_grad_norm),
                 samples_per_s: Some(sps),
                 elapsed_s: self.elapsed_s(),
                 loss_scale: self.state.scaler.enabled.then_some(self.state.scaler.scale),
@@ -619,7 +682,7 @@ impl<'a> Trainer<'a> {
             })?;
             self.window = Tally::new();
         }
-        if checkpoint::step_checkpoint_due(&run.config.checkpoint, run.compute.on_gpu(), step, epoch_ends) {
+        if checkpoint_due {
             self.save_checkpoint()?;
         }
         Ok(())

@@ -1,8 +1,9 @@
 //! `trainer bench --count`: the device work of one training step, counted exactly: kernels
 //! launched (by name), kernels compiled, and the times the host waited for the device, with the
 //! host time the step takes to issue. The counts depend on the code, not on the GPU, so a WGPU
-//! software adapter (llvmpipe) gives a CUDA card's counts; the step is the one every caller uses
-//! ([`crate::step::train_step`]) with the settings of a training-loop step that does not log.
+//! software adapter (llvmpipe) gives a CUDA card's counts; the step is the training loop's
+//! ([`crate::step::queue_step`]) with the settings of a step that does not log, its outcome
+//! settled after the counted steps as the loop settles once per log interval.
 //!
 //! The process must have been configured to log launches ([`device::runtime::configure`] with a
 //! log file) before any device was used.
@@ -22,12 +23,13 @@ use crate::objective::Objective;
 use crate::optim::Optim;
 use crate::profile::Profiler;
 use crate::resolve::ResolvedCompute;
-use crate::step::{apply_gradients, compute_gradients, train_step, StepSettings};
+use crate::step::{apply_gradients, compute_gradients, queue_step, settle, StepSettings};
 use crate::{Result, TrainBackend, TrainError};
 
-/// Untimed steps before counting: the first compiles and tunes, the second may still meet
-/// shapes the first did not (the optimizer's state exists from the second step on).
-const WARM_UP: usize = 2;
+/// Untimed steps before counting: the first compiles and tunes, the second and third may still
+/// meet kernels the first did not (the optimizer's state exists from the second step on; the
+/// third is the first whose inputs all come from steps like itself, their outcomes unread).
+const WARM_UP: usize = 3;
 
 /// What `trainer bench --count` reports.
 #[derive(Debug, Clone, Serialize)]
@@ -140,13 +142,16 @@ pub fn count(
     let mut first_step_s = 0.0;
     let mut host_ms = Vec::with_capacity(opts.steps);
     let mut warm = WorkCounts::default();
+    let mut pending = Vec::with_capacity(WARM_UP + opts.steps);
     for i in 0..WARM_UP + opts.steps {
         let t0 = Instant::now();
         let mut prof = Profiler::new(false);
         // Seeded at the first step only, as the loop seeds after a checkpoint only.
         let settings = StepSettings { dropout_seed: (i == 0).then_some((cfg.training.seed, 0)), ..base.clone() };
-        let (next, _) = train_step(device, model, &mut optim, &objective, &settings, &mut prof, |_| Ok(batch.clone()))?;
+        let (next, outcome) =
+            queue_step(device, model, &mut optim, &objective, &settings, &mut prof, |_| Ok(batch.clone()))?;
         model = next;
+        pending.push(outcome);
         let issued = t0.elapsed().as_secs_f64();
         if i >= WARM_UP {
             host_ms.push(issued * 1e3);
@@ -163,6 +168,8 @@ pub fn count(
     device::memory::sync(device);
     let after = read()?;
     let counted = after.clone() - warm.clone();
+    // The read the loop makes once per log interval.
+    let _ = settle(pending, &mut optim);
     // One more step, split where the update begins.
     let settings = base;
     let mut prof = Profiler::new(false);

@@ -949,7 +949,7 @@ fn bench_times_every_phase_of_the_configured_model() {
 /// figures and the reference model's are in docs/PERFORMANCE.md). Lower these when the step
 /// gets leaner; a change that raises them must say why.
 const MAX_LAUNCHES_PER_STEP: f64 = 450.0;
-const MAX_HOST_WAITS_PER_STEP: f64 = 1.0;
+const MAX_HOST_WAITS_PER_STEP: f64 = 0.0;
 
 #[test]
 fn a_training_step_on_wgpu_launches_a_bounded_number_of_kernels_and_waits_a_bounded_number_of_times() {
@@ -1069,14 +1069,20 @@ fn the_optimizer_takes_the_steps_of_burns_adamw_and_sgd() {
                 if step == 8 && on_device {
                     // A step decided against on the device changes nothing.
                     let before = weights(&b);
+                    // Its outcome is settled only at step 12, as the loop settles once per log
+                    // interval: until then the device leaves it out of the bias correction.
                     b = ours.step(lr, b.clone(), grads_times(&b, f64::NAN), one(), keep(false));
-                    ours.skipped();
                     let changed = max_abs_diff(&weights(&b), &before);
                     assert_eq!(changed, 0.0, "{kind}: a skipped step changed the weights by up to {changed}");
                 }
                 b = ours.step(lr, b.clone(), grads(&b), one(), keep(true));
                 if step == 12 {
                     let path = tmp.path().join(format!("{kind}-ours.mpk"));
+                    if on_device {
+                        let e = ours.save(&path).unwrap_err().to_string();
+                        assert!(e.contains("settle"), "{e}");
+                        ours.settle(1);
+                    }
                     ours.save(&path).unwrap();
                     ours = Optim::new(o).load(&path, dev).unwrap();
                 }
@@ -1963,6 +1969,38 @@ fn ctc_trains_on_the_fingerspelling_layout_with_a_character_lexicon() {
 /// --release` runs them, `cargo quick-test` skips them.
 mod slow {
     use super::*;
+
+    /// On WGPU the loop leaves step outcomes on the device and settles them once per log
+    /// interval (here 5 steps): non-finite steps are still skipped on the device, reported at
+    /// their own step, counted in a row and rolled back from, as the CPU does after each step.
+    #[test]
+    fn non_finite_steps_on_wgpu_are_read_late_but_handled_at_their_own_step() {
+        if !wgpu_available() {
+            return;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = learnable(
+            tmp.path(),
+            &[
+                "device.device=\"wgpu\"",
+                "training.epochs=3",
+                "training.log_every=5",
+                "fault.nan_loss_steps=[3, 10, 11, 12]",
+                "recovery.max_consecutive_bad=3",
+                "recovery.snapshot_every=4",
+            ],
+        );
+        let s = train_in(tmp.path(), "late", cfg);
+        assert_eq!((s.skipped_steps, s.rollbacks, s.lr_scale), (4, 1, 0.5));
+        let ev = events(&tmp.path().join("late"));
+        assert_eq!(kinds(&ev), ["skipped_step", "skipped_step", "skipped_step", "skipped_step", "rollback"]);
+        let steps: Vec<_> = ev.iter().map(|e| e["step"].as_u64().unwrap()).collect();
+        assert_eq!(steps, [3, 10, 11, 12, 12], "{ev:?}");
+        assert!(ev[2]["detail"].as_str().unwrap().contains("2 bad in a row"), "{ev:?}");
+        assert!(ev[4]["detail"].as_str().unwrap().contains("rolled back to the weights of step"), "{ev:?}");
+        let last = s.last.unwrap();
+        assert!(last.train_loss.is_finite() && last.valid_top1.is_some(), "{last:?}");
+    }
 
     /// A CPU peer and a WGPU (llvmpipe) peer: measured balance gives each a share of the batch in
     /// proportion to its measured samples/s, and the run learns.
