@@ -24,6 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 FIELDS = [
     ("train_samples_per_s", "training samples/s (batch {batch})", True),
+    ("train_pipelined_samples_per_s", "  steps back to back, samples/s", True),
     ("train_step_ms", "training step ms", False),
     ("forward_ms", "  forward ms", False),
     ("backward_ms", "  backward ms", False),

@@ -22,7 +22,7 @@ use crate::objective::Objective;
 use crate::optim::Optim;
 use crate::profile::{Phase, Profiler};
 use crate::resolve::ResolvedCompute;
-use crate::step::{train_step, StepSettings};
+use crate::step::{queue_step, settle, train_step, StepSettings};
 use crate::{InnerBackend, Result, TrainBackend};
 
 /// The shape and repetitions of `trainer bench`.
@@ -92,6 +92,9 @@ pub struct BenchReport {
     pub optimizer_ms: f64,
     /// Training throughput at the median step.
     pub train_samples_per_s: f64,
+    /// Training throughput of the same number of steps run back to back as the training loop
+    /// runs them: no wait between phases or steps, the outcomes read once at the end.
+    pub train_pipelined_samples_per_s: f64,
     /// Batch-1 inference latency, median, ms.
     pub infer_b1_p50_ms: f64,
     /// Batch-1 inference latency, 90th percentile, ms.
@@ -133,6 +136,7 @@ impl BenchReport {
             "{} on {} ({}), {} with {} trainable parameters\n\
              shape: batch {} x {} frames x {} features, {} classes\n\
              train step   {:>9.1} ms  ({:.1} samples/s): forward {:.1} ms, backward {:.1} ms, optimizer {:.1} ms\n\
+             train steps back to back  {:.1} samples/s\n\
              infer batch 1  p50 {}, p90 {}\n\
              infer batch {}  {:.1} ms ({:.1} samples/s)\n{}",
             self.framework,
@@ -149,6 +153,7 @@ impl BenchReport {
             self.forward_ms,
             self.backward_ms,
             self.optimizer_ms,
+            self.train_pipelined_samples_per_s,
             ms(self.infer_b1_p50_ms),
             ms(self.infer_b1_p90_ms),
             self.batch,
@@ -261,6 +266,8 @@ pub struct TimedSteps {
     pub backward_ms: Vec<f64>,
     /// Optimizer phase of each timed step, ms.
     pub optimizer_ms: Vec<f64>,
+    /// Mean step of as many steps again run back to back, their outcomes read at the end, ms.
+    pub pipelined_ms: f64,
 }
 
 impl TimedSteps {
@@ -278,8 +285,10 @@ impl std::fmt::Debug for TimedSteps {
 }
 
 /// Two warm-up and `opts.steps` timed training steps of `cfg`'s model (the one shared step) on
-/// random data of `opts`'s shape, on `compute`'s device and precision. The caller holds the
-/// run lock (the model's init is seeded from Burn's process-wide generator).
+/// random data of `opts`'s shape, on `compute`'s device and precision, each phase timed to the
+/// end of its device work; then `opts.steps` more run back to back, as the training loop runs
+/// them. The caller holds the run lock (the model's init is seeded from Burn's process-wide
+/// generator).
 pub fn time_train_steps(cfg: &ExperimentConfig, compute: &ResolvedCompute, opts: &BenchOptions) -> Result<TimedSteps> {
     let device = compute.device();
     let precision = compute.precision.precision;
@@ -303,6 +312,19 @@ pub fn time_train_steps(cfg: &ExperimentConfig, compute: &ResolvedCompute, opts:
             opt.push(prof.ms(Phase::Optimizer));
         }
     }
+    device::memory::sync(device);
+    let t0 = Instant::now();
+    let mut pending = Vec::with_capacity(opts.steps);
+    let mut prof = Profiler::new(false);
+    for _ in 0..opts.steps {
+        let (next, outcome) =
+            queue_step(device, model, &mut optim, &objective, &settings, &mut prof, |_| Ok(batch.clone()))?;
+        model = next;
+        pending.push(outcome);
+    }
+    let _ = settle(pending, &mut optim);
+    device::memory::sync(device);
+    let pipelined_ms = t0.elapsed().as_secs_f64() * 1e3 / opts.steps.max(1) as f64;
     Ok(TimedSteps {
         model,
         inputs: batch.inputs,
@@ -310,6 +332,7 @@ pub fn time_train_steps(cfg: &ExperimentConfig, compute: &ResolvedCompute, opts:
         forward_ms: fwd,
         backward_ms: bwd,
         optimizer_ms: opt,
+        pipelined_ms,
     })
 }
 
@@ -358,6 +381,7 @@ pub fn bench(cfg: &ExperimentConfig, compute: &ResolvedCompute, opts: &BenchOpti
         backward_ms: median(bwd),
         optimizer_ms: median(opt),
         train_samples_per_s: b as f64 / step_ms * 1e3,
+        train_pipelined_samples_per_s: b as f64 / timed.pipelined_ms * 1e3,
         infer_b1_p50_ms: percentile(lat.clone(), 50.0),
         infer_b1_p90_ms: percentile(lat, 90.0),
         infer_batch_ms: big_ms,

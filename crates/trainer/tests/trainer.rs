@@ -932,6 +932,7 @@ fn bench_times_every_phase_of_the_configured_model() {
         ("backward", r.backward_ms),
         ("optimizer", r.optimizer_ms),
         ("b1", r.infer_b1_p50_ms),
+        ("back to back", r.train_pipelined_samples_per_s),
     ] {
         assert!(v.is_finite() && v > 0.0, "{name} = {v}");
     }
