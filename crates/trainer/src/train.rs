@@ -309,6 +309,9 @@ struct Trainer<'a> {
     window: Tally,
     epoch: Tally,
     last_grad_norm: f64,
+    /// Mean loss, top-1 and samples/s of the window as last read, shown while the current
+    /// window's steps are still unsettled on the device.
+    shown: (f64, f64, f64),
     stopped_early: bool,
     /// Device faults survived in this process (the injected ones fire once).
     survived: &'a [DeviceFault],
@@ -444,6 +447,7 @@ impl<'a> Trainer<'a> {
             window: Tally::resumed(window_sums),
             epoch: Tally::resumed(epoch_sums),
             last_grad_norm: 0.0,
+            shown: (f64::NAN, f64::NAN, f64::NAN),
             stopped_early: false,
             survived,
             at,
@@ -649,19 +653,25 @@ impl<'a> Trainer<'a> {
         if log_now || checkpoint_due || epoch_ends || stopping {
             self.settle()?;
         }
-        let sps = self.window.samples_per_s();
+        if self.window.samples > 0 {
+            self.shown = (self.window.mean_loss(), self.window.top1(), self.window.samples_per_s());
+        }
+        let (loss, top1, sps) = self.shown;
         let done = (step - self.resumed_from.unwrap_or(0)) as f64;
         let eta = self.loop_start.elapsed().as_secs_f64() / done.max(1.0) * (self.total_steps - step) as f64;
+        // Before the first read on a GPU-class device nothing is known yet.
+        let figures = match top1.is_nan() {
+            true => "loss and accuracy read at the first log step".to_string(),
+            false => format!("loss {loss:.4} acc {top1:.3}"),
+        };
+        let speed = if sps.is_nan() { String::new() } else { format!(" {sps:.0} samples/s") };
         let msg = format!(
-            "epoch {}/{} step {}/{} loss {:.4} acc {:.3} lr {:.2e} {:.0} samples/s eta {}",
+            "epoch {}/{} step {}/{} {figures} lr {:.2e}{speed} eta {}",
             epoch + 1,
             t.epochs,
             step,
             self.total_steps,
-            self.window.mean_loss(),
-            self.window.top1(),
             lr,
-            sps,
             fmt_duration(eta)
         );
         self.report.progress.step(step, &msg, log_now);
