@@ -242,24 +242,33 @@ def main():
     amp_dtype = {"bf16": torch.bfloat16, "f16": torch.float16}.get(a.precision)
     scaler = torch.amp.GradScaler(dev.type) if a.precision == "f16" else None
 
-    model.train()
-    fwd, bwd, step = [], [], []
-    for i in range(a.steps + 2):
-        sync(dev)
-        t0 = time.perf_counter()
+    def forward():
         opt.zero_grad(set_to_none=True)
         with torch.autocast(dev.type, dtype=amp_dtype, enabled=amp_dtype is not None):
-            loss = F.cross_entropy(model(x, mask).float(), labels)
-        sync(dev)
-        t1 = time.perf_counter()
+            return F.cross_entropy(model(x, mask).float(), labels)
+
+    def backward(loss):
         (scaler.scale(loss) if scaler else loss).backward()
-        sync(dev)
-        t2 = time.perf_counter()
+
+    def update():
         if scaler:
             scaler.step(opt)
             scaler.update()
         else:
             opt.step()
+
+    model.train()
+    fwd, bwd, step = [], [], []
+    for i in range(a.steps + 2):
+        sync(dev)
+        t0 = time.perf_counter()
+        loss = forward()
+        sync(dev)
+        t1 = time.perf_counter()
+        backward(loss)
+        sync(dev)
+        t2 = time.perf_counter()
+        update()
         sync(dev)
         t3 = time.perf_counter()
         if i >= 2:
@@ -271,15 +280,8 @@ def main():
     sync(dev)
     t0 = time.perf_counter()
     for _ in range(a.steps):
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast(dev.type, dtype=amp_dtype, enabled=amp_dtype is not None):
-            loss = F.cross_entropy(model(x, mask).float(), labels)
-        (scaler.scale(loss) if scaler else loss).backward()
-        if scaler:
-            scaler.step(opt)
-            scaler.update()
-        else:
-            opt.step()
+        backward(forward())
+        update()
     sync(dev)
     pipelined_ms = (time.perf_counter() - t0) * 1e3 / max(a.steps, 1)
 

@@ -202,7 +202,7 @@ pub fn settle(pending: Vec<PendingOutcome>, optim: &mut Optim) -> Vec<StepOutcom
 }
 
 /// Runs one optimizer step. `next_batch(k)` supplies micro-batch `k` on the device. Returns the
-/// updated model (unchanged when the step was not finite) and the outcome.
+/// updated model (unchanged when the step was not finite) and the outcome, read at once.
 pub fn train_step(
     device: &Device,
     model: SignModel<TrainBackend>,
@@ -212,10 +212,8 @@ pub fn train_step(
     prof: &mut Profiler,
     next_batch: impl FnMut(usize) -> Result<SignBatch<TrainBackend>>,
 ) -> Result<(SignModel<TrainBackend>, StepOutcome)> {
-    let k_total = settings.micro_batches.max(1);
-    let weights = vec![1.0 / k_total as f64; k_total];
-    let grads = compute_gradients(device, &model, objective, settings, &weights, prof, next_batch)?;
-    Ok(apply_gradients(device, model, optim, settings, grads, prof))
+    let (model, pending) = queue_step(device, model, optim, objective, settings, prof, next_batch)?;
+    Ok((model, settle_one(device, pending, optim, prof)))
 }
 
 /// [`train_step`] without the wait for its outcome on a GPU-class backend: the update is queued,
@@ -327,10 +325,15 @@ pub fn apply_gradients(
     prof: &mut Profiler,
 ) -> (SignModel<TrainBackend>, StepOutcome) {
     let (model, pending) = queue_gradients(device, model, optim, settings, step, prof);
-    let t4 = Instant::now();
+    (model, settle_one(device, pending, optim, prof))
+}
+
+/// The outcome of one step, read now (charged to the optimizer phase).
+fn settle_one(device: &Device, pending: PendingOutcome, optim: &mut Optim, prof: &mut Profiler) -> StepOutcome {
+    let t = Instant::now();
     let outcome = settle(vec![pending], optim).pop().expect("one outcome per step");
-    prof.mark(device, Phase::Optimizer, t4);
-    (model, outcome)
+    prof.mark(device, Phase::Optimizer, t);
+    outcome
 }
 
 /// [`apply_gradients`] up to the read: on a GPU-class device the update is queued and the
