@@ -1,21 +1,27 @@
 //! The optimizers the config can name (AdamW, SGD with momentum), written for a step that never
-//! waits for the device: the update takes the gradient factor (unscaling and global-norm
-//! clipping) and whether to apply the step at all as tensors on the device, so a non-finite step
-//! is skipped there, and each parameter's whole update (moments, bias correction, decay) is one
-//! chain of element-wise ops that Burn's fusion runs as one kernel.
+//! waits for the device and launches few kernels: the state of all trainable parameters lives in
+//! one flat f32 buffer each (moments, velocity, the parameters themselves, segments aligned so the
+//! model's parameters are views of the flat buffer on the GPU backends); [`Optim::gather`] puts a
+//! step's gradients into the same layout, so the gradient norm is two reductions and the whole
+//! update a handful of element-wise kernels whatever the number of parameter tensors. The
+//! gradient factor (unscaling and global-norm clipping) and whether to apply the step at all are
+//! tensors on the device, so a non-finite step is skipped there.
 //!
 //! The arithmetic is Burn's `AdamW` and `Sgd` (burn-optim 0.21), which a test checks step by step;
-//! the state is saved in their record format, so checkpoints written by either load in both.
+//! the state is saved per parameter in their record format, so checkpoints written by either load
+//! in both. One difference: a parameter that gets no gradient in a step keeps its value and state,
+//! as in Burn, but AdamW's bias correction still counts that step for it (Burn counts steps per
+//! parameter); SignFlow's models give every trainable parameter a gradient in every step.
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use burn::module::{Module, ModuleMapper, Param, ParamId};
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param, ParamId};
 use burn::optim::momentum::{MomentumState, MomentumStateItem};
 use burn::optim::record::{AdaptorRecord, AdaptorRecordV1};
 use burn::optim::{AdamW, AdamWState, AdaptiveMomentumState, GradientsParams, Sgd, SgdState};
 use burn::record::{FullPrecisionSettings, Record};
-use burn::tensor::{Bool, Tensor};
+use burn::tensor::{Bool, Tensor, TensorPrimitive};
 use models::SignModel;
 
 use crate::config::{OptimizerConfig, OptimizerKind};
@@ -58,7 +64,8 @@ enum Rule {
     Sgd { momentum: f64, nesterov: bool, weight_decay: f64 },
 }
 
-/// One parameter's state, flattened: AdamW's two moments, or SGD's velocity (`m`).
+/// One parameter's state, flattened: AdamW's two moments, or SGD's velocity (`m`), as a
+/// checkpoint holds it, until the first step lays it out in the flat buffers.
 #[derive(Clone)]
 struct Slot {
     m: T1,
@@ -66,11 +73,81 @@ struct Slot {
     shape: Vec<usize>,
 }
 
-/// The optimizer of a run, with f32 state.
+/// Where one trainable parameter lives in the flat buffers.
+#[derive(Clone, Debug, PartialEq)]
+struct Segment {
+    id: ParamId,
+    offset: usize,
+    shape: Vec<usize>,
+}
+
+impl Segment {
+    fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    fn range(&self) -> std::ops::Range<usize> {
+        self.offset..self.offset + self.len()
+    }
+}
+
+/// Segment offsets are multiples of this many elements (1 KiB of f32): a slice at such an offset
+/// is a view of the flat buffer on the GPU backends (their memory alignments are at most 512
+/// bytes), not a copy.
+const ALIGN: usize = 256;
+
+/// The flat length is a multiple of this many rows, which the gradient norm sums first.
+const NORM_ROWS: usize = 512;
+
+/// A step's gradients in the optimizer's flat layout ([`Optim::gather`]).
+pub struct FlatGrads {
+    /// Zeros in the padding and where a parameter got no gradient.
+    values: T1,
+    missing: Vec<Segment>,
+    seen: Seen,
+}
+
+impl FlatGrads {
+    /// `sum(g^2)` as `[1]` on the device, in two reductions along one axis each (Burn's fusion
+    /// joins the square with the first): [`NORM_ROWS`] partial sums, then their sum. Full-length
+    /// reductions above ~786k elements are wrong on WGPU in Burn 0.21, and the rows stay well
+    /// below that up to ~400M parameters.
+    pub fn squared_norm(&self) -> T1 {
+        let n = self.values.dims()[0];
+        if n > 1 << 18 {
+            self.values.clone().reshape([NORM_ROWS, n / NORM_ROWS]).square().sum_dim(1).sum_dim(0).reshape([1])
+        } else {
+            self.values.clone().square().sum_dim(0)
+        }
+    }
+}
+
+/// The state of every trainable parameter in one flat f32 buffer each, in the model's visiting
+/// order, and the parameter values the last step gave the model (which holds views of them).
+#[derive(Clone)]
+struct Flat {
+    segments: Vec<Segment>,
+    /// Elements, padding included: a multiple of [`ALIGN`] (padding stays 0 in every buffer).
+    len: usize,
+    params: T1,
+    /// The autodiff node of each parameter of the model the last step returned: the same nodes
+    /// in the next step's model mean its parameters are still the views of `params`.
+    nodes: Vec<u64>,
+    /// AdamW's first moment or SGD's velocity (none for SGD without momentum).
+    m: Option<T1>,
+    /// AdamW's second moment.
+    v: Option<T1>,
+}
+
+/// The optimizer of a run, with f32 state in flat buffers: each step gathers the gradients into
+/// one buffer and updates every parameter in a handful of element-wise kernels, however many
+/// parameter tensors the model has.
 #[derive(Clone)]
 pub struct Optim {
     rule: Rule,
-    slots: HashMap<ParamId, Slot>,
+    flat: Option<Flat>,
+    /// State read from a checkpoint and not laid out yet (or of parameters the model lacks).
+    loaded: HashMap<ParamId, Slot>,
     /// Steps given so far, less those the host knows were skipped (AdamW's bias correction).
     applied: u64,
     /// How many of the steps given with `keep` since the host last settled them were skipped,
@@ -81,7 +158,8 @@ pub struct Optim {
 
 impl std::fmt::Debug for Optim {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Optim").field("rule", &self.rule).field("params", &self.slots.len()).finish()
+        let params = self.flat.as_ref().map_or(0, |f| f.segments.len()) + self.loaded.len();
+        f.debug_struct("Optim").field("rule", &self.rule).field("params", &params).finish()
     }
 }
 
@@ -101,21 +179,34 @@ impl Optim {
                 weight_decay: f64::from(cfg.weight_decay as f32),
             },
         };
-        Self { rule, slots: HashMap::new(), applied: 0, unsettled_skips: None }
+        Self { rule, flat: None, loaded: HashMap::new(), applied: 0, unsettled_skips: None }
     }
 
-    /// Apply `grads` to `model` with learning rate `lr`, every gradient multiplied by `factor`
-    /// (`[1]`; none: 1). `keep` (`[1]`, on the device) decides there whether the step applies:
-    /// where it is false, model and state stay as they were (the gradients may then be
-    /// non-finite), and the caller reports how many such steps were skipped with
-    /// [`Optim::settle`], now or some steps later; until then the device counts them and later
-    /// steps' bias corrections leave them out. Without `keep` the step applies (the caller knows
-    /// it is finite). Nothing is read back to the host.
+    /// `grads` in this optimizer's flat layout for `model`'s trainable parameters (laid out at
+    /// the first call, with the state of a loaded checkpoint): one buffer, so the gradient norm
+    /// and the update run over all parameters at once.
+    pub fn gather(&mut self, model: &M, grads: GradientsParams) -> FlatGrads {
+        let device = model.devices().into_iter().next().expect("a model lives on a device");
+        let seen = Seen::of(model);
+        let flat = self.lay_out(&seen, &device);
+        let (values, missing) = gather_grads(model, grads, &flat);
+        self.flat = Some(flat);
+        FlatGrads { values, missing, seen }
+    }
+
+    /// Apply `grads` (from [`Optim::gather`] for this `model`) with learning rate `lr`, every
+    /// gradient multiplied by `factor` (`[1]`; none: 1). `keep` (`[1]`, on the device) decides
+    /// there whether the step applies: where it is false, model and state stay as they were (the
+    /// gradients may then be non-finite), and the caller reports how many such steps were
+    /// skipped with [`Optim::settle`], now or some steps later; until then the device counts them
+    /// and later steps' bias corrections leave them out. Without `keep` the step applies (the
+    /// caller knows it is finite). Nothing is read back to the host. The model comes back with
+    /// its trainable parameters as views of one flat buffer.
     pub fn step(
         &mut self,
         lr: f64,
         model: M,
-        grads: GradientsParams,
+        grads: FlatGrads,
         factor: Option<T1>,
         keep: Option<Tensor<InnerBackend, 1, Bool>>,
     ) -> M {
@@ -144,8 +235,87 @@ impl Optim {
             }
             Rule::Sgd { .. } => Corrections::Host(1.0, 1.0),
         };
-        let mut mapper = Update { rule: self.rule, lr, slots: &mut self.slots, grads, factor, keep, corrections };
-        model.map(&mut mapper)
+        let device = model.devices().into_iter().next().expect("a model lives on a device");
+        let FlatGrads { values: g, missing, seen } = grads;
+        let flat = self.lay_out(&seen, &device);
+        let params = if flat.nodes == seen.nodes { flat.params.clone() } else { gather_params(&model, &flat) };
+        // Parameters without a gradient this step keep their values and state (as Burn's
+        // optimizers leave them): a mask over the flat buffer, uploaded only in such a step.
+        let has_grad = (!missing.is_empty()).then(|| {
+            let mut mask = vec![true; flat.len];
+            for seg in &missing {
+                mask[seg.range()].iter_mut().for_each(|b| *b = false);
+            }
+            Tensor::<InnerBackend, 1, Bool>::from_data(burn::tensor::TensorData::new(mask, [flat.len]), &device)
+        });
+        let update = Update { rule: self.rule, lr, factor, keep, has_grad, corrections };
+        let (new_params, m, v) = update.apply(params, g, flat.m.clone(), flat.v.clone());
+        let mut load = LoadViews { flat: &new_params, segments: flat.segments.iter(), nodes: Vec::new() };
+        let model = model.map(&mut load);
+        let nodes = load.nodes;
+        self.flat = Some(Flat { params: new_params, nodes, m, v, ..flat });
+        model
+    }
+
+    /// The flat layout of `seen`'s trainable parameters, with the state this optimizer holds for
+    /// them (zeros for parameters it has none of): the last step's when the parameters are the
+    /// same, else laid out anew from the per-parameter state.
+    fn lay_out(&mut self, seen: &Seen, device: &device::DispatchDevice) -> Flat {
+        if let Some(flat) = self.flat.take() {
+            let same = flat.segments.len() == seen.params.len()
+                && flat.segments.iter().zip(&seen.params).all(|(s, (id, shape))| s.id == *id && &s.shape == shape);
+            if same {
+                return flat;
+            }
+            self.unflatten(flat);
+        }
+        let mut segments = Vec::with_capacity(seen.params.len());
+        let mut len = 0;
+        for (id, shape) in &seen.params {
+            segments.push(Segment { id: *id, offset: len, shape: shape.clone() });
+            len += shape.iter().product::<usize>().div_ceil(ALIGN) * ALIGN;
+        }
+        let len = len.div_ceil(NORM_ROWS) * NORM_ROWS;
+        let state = |pick: &dyn Fn(&Slot) -> Option<T1>| {
+            let parts: Vec<(usize, T1)> = segments
+                .iter()
+                .filter_map(|seg| self.loaded.get(&seg.id).and_then(pick).map(|t| (seg.offset, t)))
+                .collect();
+            assemble(parts, len, device)
+        };
+        let (m, v) = match self.rule {
+            Rule::AdamW { .. } => (Some(state(&|s| Some(s.m.clone()))), Some(state(&|s| s.v.clone()))),
+            Rule::Sgd { momentum, .. } => ((momentum > 0.0).then(|| state(&|s| Some(s.m.clone()))), None),
+        };
+        for seg in &segments {
+            self.loaded.remove(&seg.id);
+        }
+        // No model has views of these yet: the first step gathers the parameters.
+        Flat { segments, len, params: Tensor::zeros([len], device), nodes: Vec::new(), m, v }
+    }
+
+    /// Move the flat state back to per-parameter slots (the model's parameters changed).
+    fn unflatten(&mut self, flat: Flat) {
+        for seg in &flat.segments {
+            let cut = |t: &T1| t.clone().slice(seg.range());
+            if let Some(m) = &flat.m {
+                self.loaded.insert(seg.id, Slot { m: cut(m), v: flat.v.as_ref().map(cut), shape: seg.shape.clone() });
+            }
+        }
+    }
+
+    /// Every parameter's state, per parameter, as a checkpoint holds it.
+    fn slots(&self) -> Vec<(ParamId, Slot)> {
+        let mut out: Vec<(ParamId, Slot)> = self.loaded.iter().map(|(id, s)| (*id, s.clone())).collect();
+        if let Some(flat) = &self.flat {
+            for seg in &flat.segments {
+                let cut = |t: &T1| t.clone().slice(seg.range());
+                if let Some(m) = &flat.m {
+                    out.push((seg.id, Slot { m: cut(m), v: flat.v.as_ref().map(cut), shape: seg.shape.clone() }));
+                }
+            }
+        }
+        out
     }
 
     /// The host has read the outcomes of every step given with `keep` since the last call:
@@ -169,7 +339,7 @@ impl Optim {
         match self.rule {
             Rule::AdamW { .. } => {
                 let mut record = AdamWRecord::new();
-                for (id, slot) in &self.slots {
+                for (id, slot) in self.slots() {
                     let v = slot.v.clone().unwrap_or_else(|| slot.m.zeros_like());
                     let rec = by_rank!(slot.shape.len(), D => {
                         let state = AdamWState {
@@ -183,19 +353,19 @@ impl Optim {
                         AdaptorRecord::from_state(state)
                     })
                     .ok_or_else(|| rank_error(path))?;
-                    record.insert(*id, rec);
+                    record.insert(id, rec);
                 }
                 bundle::weights::write_record::<TrainBackend, _>(record, path)?;
             }
             Rule::Sgd { .. } => {
                 let mut record = SgdRecord::new();
-                for (id, slot) in &self.slots {
+                for (id, slot) in self.slots() {
                     let rec = by_rank!(slot.shape.len(), D => {
                         let velocity = shaped::<D>(slot.m.clone(), &slot.shape);
                         AdaptorRecord::from_state(SgdState { momentum: Some(MomentumState::new(velocity)) })
                     })
                     .ok_or_else(|| rank_error(path))?;
-                    record.insert(*id, rec);
+                    record.insert(id, rec);
                 }
                 bundle::weights::write_record::<TrainBackend, _>(record, path)?;
             }
@@ -229,7 +399,7 @@ impl Optim {
                 }
             }
         }
-        Ok(Self { rule: self.rule, slots, applied: time as u64, unsettled_skips: None })
+        Ok(Self { rule: self.rule, flat: None, loaded: slots, applied: time as u64, unsettled_skips: None })
     }
 }
 
@@ -305,42 +475,43 @@ fn without_skips(skips: &T1, beta: f64, t: i32, host: f64) -> T1 {
     shifted.sub_scalar(host).mul(any).add_scalar(host)
 }
 
-/// The update of every parameter that has a gradient.
-struct Update<'a> {
+/// The update of the flat buffers.
+struct Update {
     rule: Rule,
     lr: f64,
-    slots: &'a mut HashMap<ParamId, Slot>,
-    grads: GradientsParams,
     factor: Option<T1>,
     keep: Option<Tensor<InnerBackend, 1, Bool>>,
+    /// Where a parameter has a gradient this step (none: everywhere).
+    has_grad: Option<Tensor<InnerBackend, 1, Bool>>,
     /// AdamW's bias corrections 1 - beta^t of this step.
     corrections: Corrections,
 }
 
-impl Update<'_> {
+impl Update {
     /// `new` where the step applies, `old` where it does not (a selection: a non-finite `new`
     /// does not leak into `old`).
     fn pick(&self, new: T1, old: T1) -> T1 {
+        let new = match &self.has_grad {
+            Some(has) => old.clone().mask_where(has.clone(), new),
+            None => new,
+        };
         match &self.keep {
             Some(keep) => old.mask_where(keep.clone(), new),
             None => new,
         }
     }
 
-    /// The new flat value of a parameter `p` with gradient `g` (both flat), updating its slot.
-    fn update(&mut self, id: ParamId, p: T1, g: T1, shape: &[usize]) -> T1 {
+    /// The new parameters `p` and state `(m, v)` given the gradient `g`, all flat.
+    fn apply(self, p: T1, g: T1, m0: Option<T1>, v0: Option<T1>) -> (T1, Option<T1>, Option<T1>) {
         let g = match &self.factor {
             Some(f) => g * f.clone(),
             None => g,
         };
         let lr = self.lr;
-        let slot = self.slots.remove(&id);
         match self.rule {
             Rule::AdamW { beta1, beta2, epsilon, weight_decay } => {
-                let (m0, v0) = match slot {
-                    Some(s) => (s.m, s.v.unwrap_or_else(|| g.zeros_like())),
-                    None => (g.zeros_like(), g.zeros_like()),
-                };
+                let m0 = m0.unwrap_or_else(|| g.zeros_like());
+                let v0 = v0.unwrap_or_else(|| g.zeros_like());
                 let m = m0.clone().mul_scalar(beta1).add(g.clone().mul_scalar(1.0 - beta1));
                 let v = v0.clone().mul_scalar(beta2).add(g.square().mul_scalar(1.0 - beta2));
                 let (m_hat, v_hat) = match &self.corrections {
@@ -353,44 +524,149 @@ impl Update<'_> {
                 let new_p = decayed - delta.mul_scalar(lr);
                 let m = self.pick(m, m0);
                 let v = self.pick(v, v0);
-                self.slots.insert(id, Slot { m, v: Some(v), shape: shape.to_vec() });
-                self.pick(new_p, p)
+                (self.pick(new_p, p), Some(m), Some(v))
             }
             Rule::Sgd { momentum, nesterov, weight_decay } => {
                 let g = if weight_decay == 0.0 { g } else { p.clone().mul_scalar(weight_decay).add(g) };
-                let step = if momentum > 0.0 {
+                let (step, m) = if momentum > 0.0 {
                     // Burn's first velocity is the gradient itself: a zero velocity gives it.
-                    let v0 = slot.map(|s| s.m).unwrap_or_else(|| g.zeros_like());
+                    let v0 = m0.unwrap_or_else(|| g.zeros_like());
                     let v = g.clone().add(v0.clone().mul_scalar(momentum));
                     let step = if nesterov { v.clone().mul_scalar(momentum).add(g) } else { v.clone() };
-                    let v = self.pick(v, v0);
-                    self.slots.insert(id, Slot { m: v, v: None, shape: shape.to_vec() });
-                    step
+                    (step, Some(self.pick(v, v0)))
                 } else {
-                    g
+                    (g, None)
                 };
                 let new_p = p.clone() - step.mul_scalar(lr);
-                self.pick(new_p, p)
+                (self.pick(new_p, p), m, None)
             }
         }
     }
 }
 
-impl ModuleMapper<TrainBackend> for Update<'_> {
+/// The trainable parameters of a model, in visiting order: ids, shapes and autodiff nodes.
+struct Seen {
+    params: Vec<(ParamId, Vec<usize>)>,
+    nodes: Vec<u64>,
+}
+
+impl Seen {
+    fn of(model: &M) -> Self {
+        let mut seen = Seen { params: Vec::new(), nodes: Vec::new() };
+        model.visit(&mut seen);
+        seen
+    }
+}
+
+impl ModuleVisitor<TrainBackend> for Seen {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<TrainBackend, D>>) {
+        let t = param.val();
+        if t.is_require_grad() {
+            self.params.push((param.id, t.dims().to_vec()));
+            self.nodes.push(node_of(t));
+        }
+    }
+}
+
+/// The autodiff graph node of a tensor: a new one for every tensor made to require gradients,
+/// so it tells whether a parameter is still the one a step put in the model.
+fn node_of<const D: usize>(t: Tensor<TrainBackend, D>) -> u64 {
+    match t.into_primitive() {
+        TensorPrimitive::Float(t) => t.node.id.value,
+        TensorPrimitive::QFloat(_) => u64::MAX,
+    }
+}
+
+/// Zeros of length `len` with each `(offset, values)` written at its offset (offsets ascending).
+/// The GPU backends write each part into the buffer in place (one launch per part, none for the
+/// padding); Burn's CPU backend copies the whole destination for every slice write, so there the
+/// parts and zero padding are concatenated in one pass instead.
+fn assemble(parts: Vec<(usize, T1)>, len: usize, device: &device::DispatchDevice) -> T1 {
+    if crate::on_gpu(device) {
+        return parts.into_iter().fold(Tensor::zeros([len], device), |flat, (at, t)| {
+            let n = t.dims()[0];
+            flat.slice_assign(at..at + n, t)
+        });
+    }
+    let mut pieces = Vec::with_capacity(parts.len() * 2 + 1);
+    let mut end = 0;
+    for (at, t) in parts {
+        if at > end {
+            pieces.push(Tensor::zeros([at - end], device));
+        }
+        end = at + t.dims()[0];
+        pieces.push(t);
+    }
+    if len > end {
+        pieces.push(Tensor::zeros([len - end], device));
+    }
+    Tensor::cat(pieces, 0)
+}
+
+/// The model's trainable parameters in the flat layout (when they are not the last step's).
+fn gather_params(model: &M, flat: &Flat) -> T1 {
+    struct Collect<'a> {
+        segments: std::slice::Iter<'a, Segment>,
+        parts: Vec<(usize, T1)>,
+    }
+    impl ModuleVisitor<TrainBackend> for Collect<'_> {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<TrainBackend, D>>) {
+            let t = param.val();
+            if t.is_require_grad() {
+                let seg = self.segments.next().expect("one segment per trainable parameter");
+                self.parts.push((seg.offset, t.inner().reshape([seg.len()])));
+            }
+        }
+    }
+    let mut c = Collect { segments: flat.segments.iter(), parts: Vec::new() };
+    model.visit(&mut c);
+    assemble(c.parts, flat.len, &flat.params.device())
+}
+
+/// The gradients in the flat layout (zeros where a parameter has none), and the segments of
+/// the parameters that have none.
+fn gather_grads(model: &M, grads: GradientsParams, flat: &Flat) -> (T1, Vec<Segment>) {
+    struct Collect<'a> {
+        grads: GradientsParams,
+        segments: std::slice::Iter<'a, Segment>,
+        parts: Vec<(usize, T1)>,
+        missing: Vec<Segment>,
+    }
+    impl ModuleVisitor<TrainBackend> for Collect<'_> {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<TrainBackend, D>>) {
+            if !param.val().is_require_grad() {
+                return;
+            }
+            let seg = self.segments.next().expect("one segment per trainable parameter");
+            match self.grads.remove::<InnerBackend, D>(param.id) {
+                Some(g) => self.parts.push((seg.offset, g.reshape([seg.len()]))),
+                None => self.missing.push(seg.clone()),
+            }
+        }
+    }
+    let mut c = Collect { grads, segments: flat.segments.iter(), parts: Vec::new(), missing: Vec::new() };
+    model.visit(&mut c);
+    (assemble(c.parts, flat.len, &flat.params.device()), c.missing)
+}
+
+/// Puts views of the new flat parameters into the model, recording their autodiff nodes.
+struct LoadViews<'a> {
+    flat: &'a T1,
+    segments: std::slice::Iter<'a, Segment>,
+    nodes: Vec<u64>,
+}
+
+impl ModuleMapper<TrainBackend> for LoadViews<'_> {
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<TrainBackend, D>>) -> Param<Tensor<TrainBackend, D>> {
         let (id, tensor, mapper) = param.consume();
-        let Some(grad) = self.grads.remove::<InnerBackend, D>(id) else {
+        if !tensor.is_require_grad() {
             return Param::from_mapped_value(id, tensor, mapper);
-        };
-        let is_require_grad = tensor.is_require_grad();
-        let dims = tensor.dims();
-        let n = dims.iter().product::<usize>();
-        let p = tensor.inner().reshape([n]);
-        let new = self.update(id, p, grad.reshape([n]), &dims).reshape(dims);
-        let mut tensor = Tensor::from_inner(new);
-        if is_require_grad {
-            tensor = tensor.require_grad();
         }
+        let seg = self.segments.next().expect("one segment per trainable parameter");
+        let dims = tensor.dims();
+        let view = self.flat.clone().slice(seg.range()).reshape(dims);
+        let tensor = Tensor::<TrainBackend, D>::from_inner(view).require_grad();
+        self.nodes.push(node_of(tensor.clone()));
         Param::from_mapped_value(id, tensor, mapper)
     }
 }

@@ -351,9 +351,8 @@ fn queue_gradients(
     if settings.faults.inf_grad {
         model.visit(&mut CorruptFirst { grads: &mut grads, done: false });
     }
-    let mut norm = GradNorm { grads: &grads, parts: Vec::new() };
-    model.visit(&mut norm);
-    let norm2 = norm.parts.into_iter().reduce(|a, b| a + b).unwrap_or_else(|| Tensor::zeros([1], device));
+    let grads = optim.gather(&model, grads);
+    let norm2 = grads.squared_norm();
     let (scale, clip) = (settings.loss_scale, settings.clip_grad_norm);
     let (model, pending) = if !crate::on_gpu(device) {
         let read = Transaction::default().register(loss).register(correct).register(norm2).execute();
@@ -404,35 +403,6 @@ pub fn peak(a: Option<device::MemoryStats>, b: Option<device::MemoryStats>) -> O
 fn mix(seed: u64, step: u64) -> u64 {
     let h = fnv1a(fnv1a(FNV_OFFSET, &seed.to_le_bytes()), &step.to_le_bytes());
     fnv1a(h, &0u64.to_le_bytes())
-}
-
-/// Squared norms of the gradients, one `[1]` tensor each (lazily, on the device). Summed after
-/// all of them are queued, so that the additions sit next to each other for the fusion to join.
-struct GradNorm<'a> {
-    grads: &'a GradientsParams,
-    parts: Vec<Tensor<InnerBackend, 1>>,
-}
-
-impl ModuleVisitor<TrainBackend> for GradNorm<'_> {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<TrainBackend, D>>) {
-        if let Some(g) = self.grads.get::<InnerBackend, D>(param.id) {
-            self.parts.push(squared_norm(g));
-        }
-    }
-}
-
-/// `sum(g^2)` as `[1]`, as a reduction along one axis, which Burn's fusion joins with the square
-/// into one kernel (a full `sum` is not fused); tensors above 2^18 elements are summed in
-/// 512 rows first (full-length reductions above ~786k elements are wrong on WGPU in Burn 0.21).
-fn squared_norm<const D: usize>(g: Tensor<InnerBackend, D>) -> Tensor<InnerBackend, 1> {
-    let n = g.shape().num_elements();
-    if n > 1 << 18 && n % 512 == 0 {
-        g.reshape([512, n / 512]).square().sum_dim(1).sum_dim(0).reshape([1])
-    } else if n > 1 << 18 {
-        g.square().sum()
-    } else {
-        g.reshape([n]).square().sum_dim(0)
-    }
 }
 
 /// Fault injection: multiplies the first gradient tensor by infinity.
