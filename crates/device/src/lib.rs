@@ -24,6 +24,7 @@ pub mod counters;
 pub mod error;
 pub mod host_alloc;
 pub mod inventory;
+pub mod kernel_cache;
 pub mod memory;
 pub mod monitor;
 pub mod probe;

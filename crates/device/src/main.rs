@@ -89,7 +89,7 @@ fn main() -> std::process::ExitCode {
     device::quiet_headless_env();
     // Before any device is used: cubecl's caches in the per-user directory the trainer uses.
     if let Some(w) = &device::runtime::configure(None, None).warning {
-        eprintln!("warning: {w}");
+        w.lines().for_each(|line| eprintln!("warning: {line}"));
     }
     match run() {
         Ok(()) => std::process::ExitCode::SUCCESS,

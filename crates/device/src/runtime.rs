@@ -27,7 +27,8 @@ pub struct RuntimeSetup {
     pub cache_dir: Option<PathBuf>,
     /// The file kernel launches and compilations are appended to, when counting.
     pub count_log: Option<PathBuf>,
-    /// Why a requested setting could not be applied (the run goes on with cubecl's defaults).
+    /// Why a requested setting could not be applied (the run goes on with cubecl's defaults),
+    /// or what was repaired in the cache ([`crate::kernel_cache::repair`]); one line each.
     pub warning: Option<String>,
 }
 
@@ -79,6 +80,12 @@ fn apply(cache_dir: Option<PathBuf>, count_log: Option<&Path>) -> RuntimeSetup {
         }
     });
     // cubecl's environment variables (CUBECL_DEBUG_LOG, CUBECL_AUTOTUNE_LEVEL, ...) still apply.
+    if let Some(dir) = &cache_dir {
+        let repaired = crate::kernel_cache::repair(dir);
+        if !repaired.is_empty() {
+            warning = Some(repaired.join("\n"));
+        }
+    }
     let mut cfg = CubeClRuntimeConfig::default().override_from_env();
     if let Some(dir) = &cache_dir {
         // cubecl adds `autotune/<its version>/` below the root.

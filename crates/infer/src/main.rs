@@ -261,7 +261,7 @@ fn main() -> ExitCode {
         .init();
     // Before any device is used: cubecl's caches in the per-user directory the trainer uses.
     if let Some(w) = &device::runtime::configure(None, None).warning {
-        eprintln!("warning: {w}");
+        w.lines().for_each(|line| eprintln!("warning: {line}"));
     }
     // Burn's panics on a damaged weights file become errors naming the file: no panic trace.
     let default_hook = std::panic::take_hook();

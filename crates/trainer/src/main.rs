@@ -272,7 +272,7 @@ fn main() -> ExitCode {
     let count_log = count_dir.as_ref().map(|d| d.path().join("kernels.log"));
     let setup = device::runtime::configure(None, count_log.as_deref());
     if let Some(w) = &setup.warning {
-        eprintln!("warning: {w}");
+        w.lines().for_each(|line| eprintln!("warning: {line}"));
     }
     match real_main(cli) {
         Ok(()) => ExitCode::SUCCESS,

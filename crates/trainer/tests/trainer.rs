@@ -959,7 +959,18 @@ fn a_training_step_on_wgpu_launches_a_bounded_number_of_kernels_and_waits_a_boun
     }
     let tmp = tempfile::tempdir().unwrap();
     let json = tmp.path().join("count.json");
+    // A copy of the per-user kernel cache (as CI keeps it warm) with a damaged autotune entry
+    // and a torn last write added: the run repairs it, says so, and still counts.
+    let cache = tmp.path().join("kernels");
+    let results = cache.join("autotune/0.10.0/damaged");
+    std::fs::create_dir_all(&results).unwrap();
+    if let Some(home) = device::runtime::default_cache_dir().filter(|d| d.join("autotune").is_dir()) {
+        copy_dir(&home.join("autotune"), &cache.join("autotune"));
+    }
+    let damaged = results.join("matmul-tune.json.log");
+    std::fs::write(&damaged, "{\"key\":1,\"value\":2}\n\u{0}not json\n{\"key\":").unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_trainer"))
+        .env(device::runtime::CACHE_ENV, &cache)
         .args(["bench", "--count", "--device", "wgpu", "--batch", "8", "--frames", "32", "--classes", "6"])
         .args(["--steps", "2", "--json"])
         .arg(&json)
@@ -976,9 +987,24 @@ fn a_training_step_on_wgpu_launches_a_bounded_number_of_kernels_and_waits_a_boun
     assert_eq!(f("compiled_in_counted"), 0.0, "{r}");
     assert!(f("launches_per_step") <= MAX_LAUNCHES_PER_STEP, "{r}");
     assert!(f("host_waits_per_step") <= MAX_HOST_WAITS_PER_STEP, "{r}");
-    // The per-user kernel cache (kept between runs, as CI keeps it) holds the autotune results.
-    let cache = device::runtime::default_cache_dir().unwrap();
-    assert!(cache.join("autotune").is_dir(), "no autotune results in {}", cache.display());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("dropped 2 damaged autotune entries") && stderr.contains("matmul-tune.json.log"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&damaged).unwrap(), "{\"key\":1,\"value\":2}\n");
+    // The run's own autotune results went to the cache it was given.
+    assert!(std::fs::read_dir(cache.join("autotune/0.10.0")).unwrap().count() >= 2, "{}", cache.display());
+}
+
+/// Copies the files of `from` into `to`, recursively.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        if src.is_dir() {
+            copy_dir(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
 }
 
 /// A small conv-transformer whose forward pass draws nothing at random and leaves its weights
