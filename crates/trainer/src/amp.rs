@@ -6,9 +6,13 @@
 //! same `ParamId`s, so gradients land on the f32 masters as f32) with inputs cast to the compute
 //! dtype, and computes the loss and softmax in f32.
 
+use burn::tensor::{Bool, Tensor};
 use serde::{Deserialize, Serialize};
 
 use crate::config::AmpConfig;
+use crate::InnerBackend;
+
+type T1 = Tensor<InnerBackend, 1>;
 
 /// Dynamic loss scaling (f16 only; a disabled scaler always has scale 1).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -70,6 +74,41 @@ impl LossScaler {
     }
 }
 
+/// The loss scale on the device, for a loop that reads step outcomes only once per log interval:
+/// after each step it changes by [`LossScaler::update`]'s rules from whether the step applied
+/// (decided on the device), so the next step is scaled without a host wait. The host replays
+/// the same rules when it reads the outcomes (for the events and counters) and then sets this
+/// copy from its own ([`DeviceScale::new`]), so the two cannot drift apart.
+#[derive(Debug, Clone)]
+pub struct DeviceScale {
+    /// The scale of the next step, `[1]`.
+    pub scale: T1,
+    /// Finite steps since the last change, `[1]` (a whole number as f32).
+    good_steps: T1,
+}
+
+impl DeviceScale {
+    /// `scaler`'s state, uploaded (no wait).
+    pub fn new(scaler: &LossScaler, device: &device::DispatchDevice) -> Self {
+        Self {
+            scale: Tensor::from_floats([scaler.scale as f32], device),
+            good_steps: Tensor::from_floats([scaler.good_steps as f32], device),
+        }
+    }
+
+    /// One step's outcome: `applied` (`[1]`) tells whether its loss and gradients were finite.
+    /// Element-wise ops only, which the fusion joins.
+    pub fn update(&mut self, applied: Tensor<InnerBackend, 1, Bool>, cfg: &AmpConfig) {
+        let good = self.good_steps.clone().add_scalar(1.0);
+        let grow = good.clone().greater_equal_elem(cfg.growth_interval as f64);
+        let grown = self.scale.clone().mul_scalar(cfg.growth_factor).clamp_max(f64::from(f32::MAX) / 2.0);
+        let backed_off = self.scale.clone().mul_scalar(cfg.backoff_factor).clamp_min(cfg.min_scale);
+        let finite_scale = self.scale.clone().mask_where(grow.clone(), grown);
+        self.scale = backed_off.mask_where(applied.clone(), finite_scale);
+        self.good_steps = good.mask_fill(grow, 0.0).mask_fill(applied.bool_not(), 0.0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,5 +130,29 @@ mod tests {
         assert_eq!((s.backoffs, s.growths), (1, 1));
         let mut off = LossScaler::new(false, &cfg);
         assert_eq!((off.update(false, &cfg), off.scale), (ScaleChange::None, 1.0));
+    }
+
+    #[test]
+    fn the_device_scale_follows_the_host_scalers_rules() {
+        let cfg = AmpConfig {
+            init_scale: 1024.0,
+            growth_factor: 2.0,
+            growth_interval: 3,
+            backoff_factor: 0.5,
+            min_scale: 256.0,
+        };
+        let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
+        let mut host = LossScaler::new(true, &cfg);
+        let mut on_device = DeviceScale::new(&host, &dev);
+        // Growth, backoff, backoff to the floor and below it, growth again.
+        let outcomes = [true, true, true, false, true, false, false, false, true, true, true, true];
+        for (i, finite) in outcomes.into_iter().enumerate() {
+            host.update(finite, &cfg);
+            on_device.update(Tensor::from_data([finite], &dev), &cfg);
+            let scale = on_device.scale.clone().into_data().iter::<f64>().next().unwrap();
+            let good = on_device.good_steps.clone().into_data().iter::<f64>().next().unwrap();
+            assert_eq!((scale, good as usize), (host.scale, host.good_steps), "after outcome {i}");
+        }
+        assert_eq!((host.growths, host.backoffs), (2, 4));
     }
 }

@@ -21,7 +21,7 @@ use std::time::Instant;
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::prelude::Backend;
-use burn::tensor::{FloatDType, Tensor, Transaction};
+use burn::tensor::{Bool, FloatDType, Tensor, Transaction};
 use data::index::{fnv1a, FNV_OFFSET};
 use data::loader::SignBatch;
 use models::precision::ComputeModel;
@@ -45,6 +45,34 @@ pub struct StepFaults {
     pub oom: bool,
 }
 
+/// The factor the loss is multiplied by before the backward pass (f16 loss scaling; 1 otherwise).
+#[derive(Debug, Clone)]
+pub enum LossScale {
+    /// Known on the host.
+    Host(f64),
+    /// A `[1]` tensor on the device ([`crate::amp::DeviceScale`]), for a loop that does not read
+    /// each step's outcome.
+    Device(Tensor<InnerBackend, 1>),
+}
+
+impl LossScale {
+    /// The value (reading a device scale waits for the device).
+    pub fn value(&self) -> f64 {
+        match self {
+            LossScale::Host(s) => *s,
+            LossScale::Device(t) => t.clone().into_data().iter::<f64>().next().unwrap_or(f64::NAN),
+        }
+    }
+
+    /// `t / scale`, on the device.
+    fn unscale(&self, t: Tensor<InnerBackend, 1>) -> Tensor<InnerBackend, 1> {
+        match self {
+            LossScale::Host(s) => t.div_scalar(*s),
+            LossScale::Device(d) => t.div(d.clone()),
+        }
+    }
+}
+
 /// Everything about one step that is not the model, the optimizer or the data.
 #[derive(Debug, Clone)]
 pub struct StepSettings {
@@ -53,7 +81,7 @@ pub struct StepSettings {
     /// Micro-batches whose gradients are averaged into this step.
     pub micro_batches: usize,
     /// The loss is multiplied by this before the backward pass (f16 loss scaling; 1 otherwise).
-    pub loss_scale: f64,
+    pub loss_scale: LossScale,
     /// Learning rate of this step.
     pub lr: f64,
     /// Clip the global gradient norm to this (0 = off).
@@ -76,7 +104,7 @@ impl StepSettings {
         Self {
             compute,
             micro_batches: 1,
-            loss_scale: 1.0,
+            loss_scale: LossScale::Host(1.0),
             lr: 1e-4,
             clip_grad_norm,
             dropout_seed: None,
@@ -99,6 +127,8 @@ pub struct StepOutcome {
     pub grad_norm: f64,
     /// Loss and gradients were finite, so the update was applied.
     pub applied: bool,
+    /// The loss scale the step used (1 without f16 loss scaling).
+    pub loss_scale: f64,
     /// Peak pool figures after the forward passes (`sample_memory` on a GPU backend).
     pub memory: Option<device::MemoryStats>,
 }
@@ -138,7 +168,9 @@ enum Pending {
         loss: Tensor<InnerBackend, 1>,
         correct: Tensor<InnerBackend, 1>,
         norm2: Tensor<InnerBackend, 1>,
-        loss_scale: f64,
+        /// Whether the update applied (loss and gradients finite), decided on the device.
+        keep: Tensor<InnerBackend, 1, Bool>,
+        loss_scale: LossScale,
         samples: u64,
         memory: Option<device::MemoryStats>,
     },
@@ -151,6 +183,14 @@ impl From<StepOutcome> for PendingOutcome {
 }
 
 impl PendingOutcome {
+    /// Whether the step's update applied, as the device decided it (`None`: already read).
+    pub fn applied_on_device(&self) -> Option<Tensor<InnerBackend, 1, Bool>> {
+        match &self.state {
+            Pending::Read(_) => None,
+            Pending::Queued { keep, .. } => Some(keep.clone()),
+        }
+    }
+
     /// Samples in the step (known without reading the device).
     pub fn samples(&self) -> u64 {
         match &self.state {
@@ -176,8 +216,11 @@ pub fn settle(pending: Vec<PendingOutcome>, optim: &mut Optim) -> Vec<StepOutcom
     let mut tx = Transaction::default();
     let mut queued = 0;
     for p in &pending {
-        if let Pending::Queued { loss, correct, norm2, .. } = &p.state {
+        if let Pending::Queued { loss, correct, norm2, loss_scale, .. } = &p.state {
             tx = tx.register(loss.clone()).register(correct.clone()).register(norm2.clone());
+            if let LossScale::Device(scale) = loss_scale {
+                tx = tx.register(scale.clone());
+            }
             queued += 1;
         }
     }
@@ -190,8 +233,13 @@ pub fn settle(pending: Vec<PendingOutcome>, optim: &mut Optim) -> Vec<StepOutcom
             Pending::Read(o) => o,
             Pending::Queued { loss_scale, samples, memory, .. } => {
                 let (loss, correct, norm2) = (next(), next().round() as u64, next());
+                let loss_scale = match loss_scale {
+                    LossScale::Host(s) => s,
+                    LossScale::Device(_) => next(),
+                };
                 let applied = loss.is_finite() && norm2.is_finite();
-                StepOutcome { loss, correct, samples, grad_norm: norm2.sqrt() / loss_scale, applied, memory }
+                let grad_norm = norm2.sqrt() / loss_scale;
+                StepOutcome { loss, correct, samples, grad_norm, applied, loss_scale, memory }
             }
         })
         .collect();
@@ -277,8 +325,11 @@ pub fn compute_gradients(
         }
         losses.push(loss.clone().inner().mul_scalar(weight));
         corrects.push(correct);
-        let factor = settings.loss_scale * weight;
-        let loss = if factor != 1.0 { loss.mul_scalar(factor) } else { loss };
+        let loss = match &settings.loss_scale {
+            LossScale::Host(scale) if scale * weight == 1.0 => loss,
+            LossScale::Host(scale) => loss.mul_scalar(scale * weight),
+            LossScale::Device(scale) => loss * Tensor::from_inner(scale.clone().mul_scalar(weight)),
+        };
         let t2 = prof.mark(device, Phase::Forward, t1);
         if settings.faults.oom {
             crate::fault::raise_injected_oom(n);
@@ -353,8 +404,9 @@ fn queue_gradients(
     }
     let grads = optim.gather(&model, grads);
     let norm2 = grads.squared_norm();
-    let (scale, clip) = (settings.loss_scale, settings.clip_grad_norm);
+    let clip = settings.clip_grad_norm;
     let (model, pending) = if !crate::on_gpu(device) {
+        let scale = settings.loss_scale.value();
         let read = Transaction::default().register(loss).register(correct).register(norm2).execute();
         let first = |i: usize| read[i].iter::<f64>().next().unwrap_or(f64::NAN);
         let (loss, correct, n2) = (first(0), first(1).round() as u64, first(2));
@@ -368,10 +420,11 @@ fn queue_gradients(
         } else {
             model
         };
-        (model, Pending::Read(StepOutcome { loss, correct, samples, grad_norm, applied, memory }))
+        (model, Pending::Read(StepOutcome { loss, correct, samples, grad_norm, applied, loss_scale: scale, memory }))
     } else {
         let keep = loss.clone().is_finite().bool_and(norm2.clone().is_finite());
-        let grad_norm = norm2.clone().sqrt().div_scalar(scale);
+        let scale = settings.loss_scale.clone();
+        let grad_norm = scale.unscale(norm2.clone().sqrt());
         let factor = if clip > 0.0 {
             // 1 where the norm is within the limit, clip / (norm + 1e-6) where it is above.
             let over = grad_norm.clone().greater_elem(clip).float();
@@ -379,8 +432,8 @@ fn queue_gradients(
         } else {
             Tensor::ones([1], device)
         };
-        let model = optim.step(settings.lr, model, grads, Some(factor.div_scalar(scale)), Some(keep));
-        (model, Pending::Queued { loss, correct, norm2, loss_scale: scale, samples, memory })
+        let model = optim.step(settings.lr, model, grads, Some(scale.unscale(factor)), Some(keep.clone()));
+        (model, Pending::Queued { loss, correct, norm2, keep, loss_scale: scale, samples, memory })
     };
     prof.mark(device, Phase::Optimizer, t3);
     (model, PendingOutcome { state: pending })

@@ -2,10 +2,11 @@
 //! validation, best-epoch tracking, checkpoints and reports. The step itself, recovery from
 //! non-finite steps, reporting and export live in their own modules.
 //!
-//! On a GPU-class device (one process, no f16 loss scaling) the steps' outcomes stay on the
-//! device and are settled in one read where something needs them: a log line, a checkpoint, the
-//! end of an epoch or of the run. The loss-scale and recovery policies and the tallies then run
-//! step by step in order, as they would after each step.
+//! On a GPU-class device (one process) the steps' outcomes stay on the device and are settled in
+//! one read where something needs them: a log line, a checkpoint, the end of an epoch or of the
+//! run. The loss-scale and recovery policies and the tallies then run step by step in order, as
+//! they would after each step; with f16 the loss scale itself follows each step on the device
+//! ([`crate::amp::DeviceScale`]).
 //!
 //! Dropout is re-seeded from (seed, step, micro-batch) and the data order and augmentation from
 //! (seed, epoch, position), so a resumed run continues bit for bit on the CPU.
@@ -23,7 +24,7 @@ use data::loader::{epoch_batches, DevicePrefetcher, EpochLoader, ItemBatcher, Lo
 use models::precision::Materialize;
 use models::SignModel;
 
-use crate::amp::{LossScaler, ScaleChange};
+use crate::amp::{DeviceScale, LossScaler, ScaleChange};
 use crate::checkpoint::{self, BestRecord, EpochRecord, ModelSignature, TrainState};
 use crate::config::{ExperimentConfig, Metric, ProgressMode};
 use crate::fault::{self, DeviceFault};
@@ -36,7 +37,7 @@ use crate::report::{fmt_duration, Progress, Reporter, Summary};
 use crate::resolve::ResolvedRun;
 use crate::resume::OpenedRun;
 use crate::schedule::LrSchedule;
-use crate::step::{queue_step, PendingOutcome, StepFaults, StepOutcome, StepSettings};
+use crate::step::{queue_step, LossScale, PendingOutcome, StepFaults, StepOutcome, StepSettings};
 use crate::validate::evaluate;
 use crate::{Result, TrainBackend, TrainError};
 
@@ -326,9 +327,11 @@ struct Trainer<'a> {
     /// Steps whose outcome is still on the device, oldest first.
     unsettled: Vec<Unsettled>,
     /// Leave step outcomes on the device until a log line, checkpoint, epoch end or the end of
-    /// the run needs them (a GPU-class device, one process, no f16 loss scaling, whose scale
-    /// follows every step): the host then never waits for the device in between.
+    /// the run needs them (a GPU-class device, one process): the host then never waits for the
+    /// device in between.
     defer: bool,
+    /// With `defer` and f16 loss scaling: the scale on the device, which follows every step.
+    device_scale: Option<DeviceScale>,
 }
 
 /// A step queued on the device whose outcome the loop has not read yet.
@@ -336,7 +339,6 @@ struct Unsettled {
     pending: PendingOutcome,
     step: usize,
     epoch: usize,
-    loss_scale: f64,
 }
 
 impl<'a> Trainer<'a> {
@@ -423,7 +425,8 @@ impl<'a> Trainer<'a> {
         }
         let monitor = gpu_monitor(device, &opened.run_dir)?;
         let (epoch_sums, window_sums) = (state.epoch_sums, state.window_sums);
-        let defer = run.compute.on_gpu() && group.is_none() && !state.scaler.enabled;
+        let defer = run.compute.on_gpu() && group.is_none();
+        let device_scale = (defer && state.scaler.enabled).then(|| DeviceScale::new(&state.scaler, device));
         Ok(Self {
             recovery: Recovery::new(&cfg.recovery, &model, &optim, state.step),
             schedule: LrSchedule::new(&cfg.schedule, cfg.optimizer.lr, steps_per_epoch, total_steps),
@@ -452,6 +455,7 @@ impl<'a> Trainer<'a> {
             survived,
             at,
             defer,
+            device_scale,
             group,
             reseed: true,
             unsettled: Vec::new(),
@@ -532,11 +536,14 @@ impl<'a> Trainer<'a> {
         let left = self.micro_batches_per_epoch.saturating_sub(self.state.batch_in_epoch);
         let micro_batches = run.accumulation_steps.min(left).max(1);
         let lr = self.schedule.lr(step) * self.state.lr_scale;
-        let scale = self.state.scaler.scale;
+        let loss_scale = match &self.device_scale {
+            Some(d) => LossScale::Device(d.scale.clone()),
+            None => LossScale::Host(self.state.scaler.scale),
+        };
         let settings = StepSettings {
             compute: run.compute.precision.precision.float_dtype(),
             micro_batches,
-            loss_scale: scale,
+            loss_scale,
             lr,
             clip_grad_norm: cfg.optimizer.clip_grad_norm,
             dropout_seed: self.reseed.then_some((cfg.training.seed, step as u64)),
@@ -575,7 +582,10 @@ impl<'a> Trainer<'a> {
         self.model = model;
         self.state.batch_in_epoch += micro_batches;
         let samples = pending.samples();
-        self.unsettled.push(Unsettled { pending, step, epoch, loss_scale: scale });
+        if let (Some(scale), Some(applied)) = (&mut self.device_scale, pending.applied_on_device()) {
+            scale.update(applied, &cfg.amp);
+        }
+        self.unsettled.push(Unsettled { pending, step, epoch });
         if !self.defer {
             self.settle()?;
         }
@@ -587,29 +597,27 @@ impl<'a> Trainer<'a> {
     fn settle(&mut self) -> Result<()> {
         let units = std::mem::take(&mut self.unsettled);
         let Some(last_step) = units.last().map(|u| u.step) else { return Ok(()) };
-        let (pending, units): (Vec<_>, Vec<_>) =
-            units.into_iter().map(|u| (u.pending, (u.step, u.epoch, u.loss_scale))).unzip();
+        let (pending, units): (Vec<_>, Vec<_>) = units.into_iter().map(|u| (u.pending, (u.step, u.epoch))).unzip();
         let outcomes = crate::step::settle(pending, &mut self.optim);
-        for (outcome, (step, epoch, scale)) in outcomes.iter().zip(units) {
-            self.policies(outcome, step, epoch, scale, last_step)?;
+        for (outcome, (step, epoch)) in outcomes.iter().zip(units) {
+            self.policies(outcome, step, epoch, last_step)?;
             self.last_grad_norm = outcome.grad_norm;
             self.window.add(outcome);
             self.epoch.add(outcome);
+        }
+        // The host's scaler has replayed the same rules (and a rollback may have restored it):
+        // the device's copy continues from it.
+        if self.device_scale.is_some() {
+            self.device_scale = Some(DeviceScale::new(&self.state.scaler, self.run.compute.device()));
         }
         Ok(())
     }
 
     /// The loss-scale and recovery policies after step `step`. The model in hand is that after
     /// `last_step` (a later step settled in the same read; steps that were skipped changed nothing).
-    fn policies(
-        &mut self,
-        outcome: &StepOutcome,
-        step: usize,
-        epoch: usize,
-        scale: f64,
-        last_step: usize,
-    ) -> Result<()> {
+    fn policies(&mut self, outcome: &StepOutcome, step: usize, epoch: usize, last_step: usize) -> Result<()> {
         let cfg = &self.run.config;
+        let scale = outcome.loss_scale;
         match self.state.scaler.update(outcome.applied, &cfg.amp) {
             ScaleChange::Grew(to) => {
                 self.report.event(step, epoch + 1, "loss_scale_growth", format!("loss scale {scale} -> {to}"))?

@@ -988,7 +988,10 @@ fn a_training_step_on_wgpu_launches_a_bounded_number_of_kernels_and_waits_a_boun
     assert!(f("launches_per_step") <= MAX_LAUNCHES_PER_STEP, "{r}");
     assert!(f("host_waits_per_step") <= MAX_HOST_WAITS_PER_STEP, "{r}");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("dropped 2 damaged autotune entries") && stderr.contains("matmul-tune.json.log"), "{stderr}");
+    assert!(
+        stderr.contains("dropped 2 damaged autotune entries") && stderr.contains("matmul-tune.json.log"),
+        "{stderr}"
+    );
     assert_eq!(std::fs::read_to_string(&damaged).unwrap(), "{\"key\":1,\"value\":2}\n");
     // The run's own autotune results went to the cache it was given.
     assert!(std::fs::read_dir(cache.join("autotune/0.10.0")).unwrap().count() >= 2, "{}", cache.display());
@@ -2079,6 +2082,44 @@ mod slow {
         assert!(ev[4]["detail"].as_str().unwrap().contains("rolled back to the weights of step"), "{ev:?}");
         let last = s.last.unwrap();
         assert!(last.train_loss.is_finite() && last.valid_top1.is_some(), "{last:?}");
+    }
+
+    /// f16 on WGPU with outcomes read once per log interval: the loss scale follows every step on
+    /// the device (an overflow at step 2 halves it for step 3 with nothing read), and the events
+    /// the host writes when it reads them are the CPU's, which reads after each step.
+    #[test]
+    fn f16_loss_scaling_on_wgpu_follows_each_step_without_reading_it() {
+        if !wgpu_available() {
+            return;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let sets = [
+            "training.precision=\"f16\"",
+            "training.epochs=2",
+            "training.log_every=5",
+            "amp.init_scale=1024",
+            "amp.growth_interval=4",
+            "fault.inf_grad_steps=[2]",
+        ];
+        let mut summaries = Vec::new();
+        let mut details = Vec::new();
+        for dev in ["cpu", "wgpu"] {
+            let device = format!("device.device=\"{dev}\"");
+            let all: Vec<&str> = sets.iter().copied().chain([device.as_str()]).collect();
+            let s = train_in(tmp.path(), dev, learnable(tmp.path(), &all));
+            let ev = events(&tmp.path().join(dev));
+            details.push(
+                ev.iter()
+                    .map(|e| format!("{} {} {}", e["step"], e["kind"], e["detail"].as_str().unwrap_or("")))
+                    .collect::<Vec<_>>(),
+            );
+            summaries.push((s.skipped_steps, s.rollbacks, s.loss_scale_backoffs, s.loss_scale));
+        }
+        eprintln!("{details:?}\n{summaries:?}");
+        assert_eq!(details[0], details[1]);
+        assert_eq!(summaries[0], summaries[1]);
+        assert!(details[1][0].contains("loss_scale_backoff") && details[1][0].contains("1024 -> 512"), "{details:?}");
+        assert!(details[1].iter().any(|d| d.contains("512 -> 1024")), "{details:?}");
     }
 
     /// A CPU peer and a WGPU (llvmpipe) peer: measured balance gives each a share of the batch in

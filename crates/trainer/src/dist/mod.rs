@@ -365,7 +365,7 @@ impl Group {
         let header = StepHeader {
             epoch,
             dropout_seed: settings.dropout_seed,
-            loss_scale: settings.loss_scale,
+            loss_scale: settings.loss_scale.value(),
             rows: rows.clone(),
             indices: micro.iter().flat_map(|m| m.iter().copied()).collect(),
             // The first step checks that every peer computes on the leader's weights.

@@ -13,7 +13,7 @@ use super::protocol::{self, Command, GradLayout, Hello};
 use super::watch::Watch;
 use super::{collective_config, flat, share_vector, Link, Workload};
 use crate::profile::Profiler;
-use crate::step::{compute_gradients, StepSettings};
+use crate::step::{compute_gradients, LossScale, StepSettings};
 use crate::{InnerBackend, Result, TrainError};
 
 type Device = device::DispatchDevice;
@@ -85,7 +85,7 @@ fn serve_peer(link: &Link, work: &Workload, collective: CollectiveConfig, die_at
         let settings = StepSettings {
             compute: protocol::dtype_from_code(hello.dtype),
             micro_batches: header.rows.len(),
-            loss_scale: header.loss_scale,
+            loss_scale: LossScale::Host(header.loss_scale),
             lr: 0.0,
             clip_grad_norm: 0.0,
             dropout_seed: header
