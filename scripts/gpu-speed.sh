@@ -10,10 +10,14 @@
 # products of a cold cache takes minutes on CUDA (docs/gpu-report.md).
 #   Build here:   cargo build --release -p trainer
 #   Run there:    BIN=target/release DEVICE=cuda scripts/gpu-speed.sh OUT_DIR
-# Order: the f32 step counted on a cold cache (it compiles and tunes the kernels), counted again
-# on the warm cache (compilations of a second identical run), f32 against PyTorch (training,
-# inference at batch 1 and BATCH), the bf16 step counted (its launch log is kept when the step is
-# cut, to show where it stood), bf16 against PyTorch, then the batch `auto` picks and a bench there.
+# KERNEL_SEED=FILE.txz (a whole cache an earlier run brought back as kernels.txz: autotune results
+# and compiled PTX) seeds an empty cache instead, which also skips the compilation.
+# Order, for each of PRECISIONS (default "f32 bf16"; put bf16 first to give it the budget): the
+# step counted on the cache as it is (the first run compiles and tunes the kernels; a cut run's
+# launch log is kept to show where it stood), counted again on the warm cache (compilations of a
+# second identical run), and against PyTorch (training, inference at batch 1 and BATCH); then the
+# batch `auto` picks and a bench there. At the end the cache comes back as kernels.txz when it
+# compresses to under 16 MiB.
 # DEVICE=wgpu runs the same on a WGPU adapter (llvmpipe too: BATCH=8 FRAMES=16 STEPS=2 keep it short).
 set -uo pipefail
 BIN=${BIN:-target/release}
@@ -25,6 +29,7 @@ STEPS=${STEPS:-10}
 FIRST_LIMIT=${FIRST_LIMIT:-240}
 LIMIT=${LIMIT:-90}
 BUDGET=${BUDGET:-450}
+PRECISIONS=${PRECISIONS:-f32 bf16}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 export SIGNFLOW_KERNEL_CACHE=${KERNEL_CACHE:-$OUT/kernel-cache}
@@ -33,8 +38,12 @@ HERE=$(cd "$(dirname "$0")/.." && pwd)
 gpu_name=$(command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 seed="$HERE/benches/reference/kernel-cache/$(echo "${gpu_name:-none}" | tr 'A-Z ' 'a-z-')"
 seeded=no
-if [ -d "$seed" ] && [ -z "$(find "$SIGNFLOW_KERNEL_CACHE" -type f | head -1)" ]; then
-  cp -r "$seed"/. "$SIGNFLOW_KERNEL_CACHE"/ && seeded="from $seed"
+if [ -z "$(find "$SIGNFLOW_KERNEL_CACHE" -type f | head -1)" ]; then
+  if [ -n "${KERNEL_SEED:-}" ] && [ -f "$KERNEL_SEED" ]; then
+    xz -dc "$KERNEL_SEED" | tar xf - -C "$SIGNFLOW_KERNEL_CACHE" && seeded="from $KERNEL_SEED"
+  elif [ -d "$seed" ]; then
+    cp -r "$seed"/. "$SIGNFLOW_KERNEL_CACHE"/ && seeded="from $seed"
+  fi
 fi
 REPORT="$OUT/speed.md"
 LOG="$OUT/log.txt"
@@ -76,17 +85,10 @@ files() { find "$SIGNFLOW_KERNEL_CACHE" -type f | wc -l; }
   echo
 } > "$REPORT"
 
-# 1. The work of one f32 step, counted (f32 named: `auto` is bf16 on GPUs with bf16 tensor cores) (launches, host waits, compilations): the first run on
-#    this cache compiles and tunes; the second, identical, shows what a warm cache leaves.
-step count-f32 "$FIRST_LIMIT" "$BIN/trainer" bench --count --reference --device "$DEVICE" --precision f32 "${shape[@]}" \
-  --json "$OUT/count-f32.json"
-echo "  (kernel cache now $(files) files)" >> "$REPORT"
-step count-f32-warm "$LIMIT" "$BIN/trainer" bench --count --reference --device "$DEVICE" --precision f32 \
-  --batch "$BATCH" --frames "$FRAMES" --steps 3 --json "$OUT/count-f32-warm.json"
-
-# 2. f32 side by side with PyTorch eager (compare.py runs both and prints the table); without
-#    PyTorch, SignFlow's half alone.
 have_torch=$(python3 -c "import torch; print(torch.__version__)" 2>/dev/null || echo "")
+
+# Side by side with PyTorch eager (compare.py runs both and prints the table); without PyTorch,
+# SignFlow's half alone.
 compare() {
   local p=$1
   if [ -n "$have_torch" ]; then
@@ -97,31 +99,45 @@ compare() {
       --latency-runs 20 --json "$OUT/bench-$p.json"
   fi
 }
-compare f32
 
-# 3. The bf16 step counted. Its launch log lives in a temporary directory under OUT/tmp, left
-#    there when the step is cut, so where it stood (compiling, tuning, running) shows.
-mkdir -p "$OUT/tmp"
-if [ "$DEVICE" = cuda ] && command -v nvidia-smi >/dev/null; then
-  nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader -l 5 > "$OUT/bf16-gpu.csv" 2>/dev/null &
-  smi=$!
-fi
-TMPDIR="$OUT/tmp" step count-bf16 "$FIRST_LIMIT" "$BIN/trainer" bench --count --reference --device "$DEVICE" \
-  --precision bf16 "${shape[@]}" --json "$OUT/count-bf16.json"
-bf16=$?
-[ -n "${smi:-}" ] && kill "$smi" 2>/dev/null
-left_log=$(find "$OUT/tmp" -name kernels.log 2>/dev/null | head -1)
-if [ -n "$left_log" ]; then
-  {
-    echo "bf16 launch log left by the cut run: $(wc -l < "$left_log") lines, $(grep -ci compil "$left_log") compilation lines"
-    echo "last 30 lines:"
-    tail -30 "$left_log" | cut -c1-240
-    echo "GPU utilization, memory (every 5 s):"
-    cat "$OUT/bf16-gpu.csv" 2>/dev/null
-  } > "$OUT/count-bf16-cut.out"
-fi
-rm -rf "$OUT/tmp"
-[ "$bf16" -eq 0 ] && compare bf16
+# measure P: the work of one step in precision P counted (P named: `auto` is bf16 on GPUs with
+# bf16 tensor cores): the first run on this cache compiles and tunes, with its launch log kept
+# under OUT/tmp when it is cut, so where it stood (compiling, tuning, running) shows; then, when
+# it finished, the same again on the warm cache (what a second identical run compiles) and P
+# against PyTorch.
+measure() {
+  local p=$1 rc smi=
+  mkdir -p "$OUT/tmp"
+  if [ "$DEVICE" = cuda ] && command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader -l 5 > "$OUT/$p-gpu.csv" 2>/dev/null &
+    smi=$!
+  fi
+  TMPDIR="$OUT/tmp" step "count-$p" "$FIRST_LIMIT" "$BIN/trainer" bench --count --reference --device "$DEVICE" \
+    --precision "$p" "${shape[@]}" --json "$OUT/count-$p.json"
+  rc=$?
+  [ -n "$smi" ] && kill "$smi" 2>/dev/null
+  echo "  (kernel cache now $(files) files)" >> "$REPORT"
+  local left_log
+  left_log=$(find "$OUT/tmp" -name kernels.log 2>/dev/null | head -1)
+  if [ -n "$left_log" ]; then
+    {
+      echo "$p launch log left by the cut run: $(wc -l < "$left_log") lines, $(grep -ci compil "$left_log") compilation lines"
+      echo "last 30 lines:"
+      tail -30 "$left_log" | cut -c1-240
+      echo "GPU utilization, memory (every 5 s):"
+      cat "$OUT/$p-gpu.csv" 2>/dev/null
+    } > "$OUT/count-$p-cut.out"
+  fi
+  rm -rf "$OUT/tmp"
+  [ "$rc" -eq 0 ] || return "$rc"
+  step "count-$p-warm" "$LIMIT" "$BIN/trainer" bench --count --reference --device "$DEVICE" --precision "$p" \
+    --batch "$BATCH" --frames "$FRAMES" --steps 3 --json "$OUT/count-$p-warm.json"
+  compare "$p"
+}
+
+for p in $PRECISIONS; do
+  measure "$p"
+done
 
 # 4. The batch size `auto` picks, and the training step at it.
 # The reference recipe on built-in synthetic data (data.path empty), so no dataset is needed.
@@ -134,14 +150,16 @@ if step tune-batch "$((LIMIT * 2 / 3))" "$BIN/trainer" tune-batch --device "$DEV
   fi
 fi
 rm -rf "$OUT/work"
-# The autotune results (kilobytes) come back; the compiled kernels (tens of MB) stay.
+# The autotune results (kilobytes) come back.
 [ -d "$SIGNFLOW_KERNEL_CACHE/autotune" ] && tar czf "$OUT/autotune.tgz" -C "$SIGNFLOW_KERNEL_CACHE" autotune
+# The whole cache (compiled PTX too) when it is small enough to bring back.
+tar cf - -C "$SIGNFLOW_KERNEL_CACHE" . | xz -T0 -6 > "$OUT/kernels.txz"
+[ "$(stat -c %s "$OUT/kernels.txz")" -gt $((16 << 20)) ] && rm -f "$OUT/kernels.txz"
 
 {
   echo
   [ -n "$have_torch" ] && echo "PyTorch $have_torch" || echo "PyTorch: not installed (SignFlow's figures only)"
-  for f in "$OUT"/count-f32.out "$OUT"/count-f32-warm.out "$OUT"/compare-*.out "$OUT"/bench-*.out \
-      "$OUT"/count-bf16.out "$OUT"/count-bf16-cut.out "$OUT"/tune-batch.out; do
+  for f in "$OUT"/count-*.out "$OUT"/compare-*.out "$OUT"/bench-*.out "$OUT"/tune-batch.out; do
     [ -s "$f" ] || continue
     echo
     echo "### $(basename "$f" .out)"
