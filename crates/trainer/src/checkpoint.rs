@@ -328,7 +328,7 @@ pub fn restore(
         });
     }
     let model = bundle::weights::load_weights(model, dir, device)?;
-    let optim = optim.load(&dir.join(layout::OPTIM_FILE), device)?;
+    let optim = optim.load(&dir.join(layout::OPTIM_FILE), &model, device)?;
     Ok((model, optim, saved))
 }
 

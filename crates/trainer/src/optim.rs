@@ -375,7 +375,9 @@ impl Optim {
 
     /// Load the state saved by [`Optim::save`] (or by Burn's own `AdamW`/`Sgd`, as checkpoints
     /// written before this optimizer existed): the optimizer kind must match.
-    pub fn load(self, path: &Path, device: &device::DispatchDevice) -> Result<Self> {
+    /// Every state of a parameter of `model` must have that parameter's shape (a file that does
+    /// not fit is an error naming it and the parameter, before any step lays the state out).
+    pub fn load(self, path: &Path, model: &M, device: &device::DispatchDevice) -> Result<Self> {
         const WHAT: &str = "optimizer state";
         let mut slots = HashMap::new();
         let mut time = 0usize;
@@ -399,8 +401,27 @@ impl Optim {
                 }
             }
         }
+        check_shapes(path, &slots, &Seen::of(model))?;
         Ok(Self { rule: self.rule, flat: None, loaded: slots, applied: time as u64, unsettled_skips: None })
     }
+}
+
+/// Each slot of a parameter in `seen` has its shape, its moments as many elements.
+fn check_shapes(path: &Path, slots: &HashMap<ParamId, Slot>, seen: &Seen) -> Result<()> {
+    for (id, shape) in &seen.params {
+        let Some(slot) = slots.get(id) else { continue };
+        let n: usize = shape.iter().product();
+        let lengths = [Some(&slot.m), slot.v.as_ref()].into_iter().flatten().map(|t| t.dims()[0]);
+        if &slot.shape != shape || lengths.into_iter().any(|len| len != n) {
+            return Err(TrainError::Invalid(format!(
+                "{}: the optimizer state of parameter {id} has shape {:?}; the model's parameter is {:?}",
+                path.display(),
+                slot.shape,
+                shape
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn shaped<const D: usize>(flat: T1, shape: &[usize]) -> Tensor<InnerBackend, D> {
@@ -421,8 +442,12 @@ fn adam_state(rec: AdaptorRecordV1<AdamW, InnerBackend>) -> Option<((usize, T1, 
     fn flat<const D: usize>(s: AdamWState<InnerBackend, D>) -> ((usize, T1, T1), Vec<usize>) {
         let m = s.momentum;
         let shape = m.moment_1.dims().to_vec();
-        let n = shape.iter().product::<usize>();
-        ((m.time, m.moment_1.reshape([n]), m.moment_2.reshape([n])), shape)
+        // Each moment flattened by its own size (a damaged file may disagree; checked later).
+        let flat = |t: Tensor<InnerBackend, D>| {
+            let n = t.shape().num_elements();
+            t.reshape([n])
+        };
+        ((m.time, flat(m.moment_1), flat(m.moment_2)), shape)
     }
     Some(match rec {
         AdaptorRecordV1::Rank1(s) => flat(s),

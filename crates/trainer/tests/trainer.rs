@@ -1039,6 +1039,26 @@ impl burn::module::ModuleVisitor<trainer::TrainBackend> for DropFirstGrad<'_> {
     }
 }
 
+/// Gives a model's first trainable parameter one more row (a model the state does not fit).
+struct GrowFirst(bool);
+
+impl burn::module::ModuleMapper<trainer::TrainBackend> for GrowFirst {
+    fn map_float<const D: usize>(
+        &mut self,
+        param: burn::module::Param<burn::tensor::Tensor<trainer::TrainBackend, D>>,
+    ) -> burn::module::Param<burn::tensor::Tensor<trainer::TrainBackend, D>> {
+        let (id, tensor, mapper) = param.consume();
+        if self.0 || !tensor.is_require_grad() {
+            return burn::module::Param::from_mapped_value(id, tensor, mapper);
+        }
+        self.0 = true;
+        let inner = tensor.inner();
+        let row = inner.clone().narrow(0, 0, 1);
+        let grown = burn::tensor::Tensor::from_inner(burn::tensor::Tensor::cat(vec![inner, row], 0)).require_grad();
+        burn::module::Param::from_mapped_value(id, grown, mapper)
+    }
+}
+
 /// Adds 0.001 to every float parameter, as an edit of the model between steps would.
 struct Nudge;
 
@@ -1166,7 +1186,7 @@ fn the_optimizer_takes_the_steps_of_burns_adamw_and_sgd() {
                         ours.settle(1);
                     }
                     ours.save(&path).unwrap();
-                    ours = Optim::new(o).load(&path, dev).unwrap();
+                    ours = Optim::new(o).load(&path, &b, dev).unwrap();
                 }
                 if step == 15 {
                     // Burn's own record, as checkpoints written before hold it.
@@ -1176,9 +1196,17 @@ fn the_optimizer_takes_the_steps_of_burns_adamw_and_sgd() {
                         _ => bundle::weights::write_record::<TrainBackend, _>(theirs_sgd.to_record(), &path),
                     }
                     .unwrap();
-                    ours = Optim::new(o).load(&path, dev).unwrap();
+                    ours = Optim::new(o).load(&path, &b, dev).unwrap();
                 }
             }
+            // State that does not fit the model (a parameter one row longer) is refused by name.
+            let path = tmp.path().join(format!("{kind}-last.mpk"));
+            if on_device {
+                ours.settle(0);
+            }
+            ours.save(&path).unwrap();
+            let e = Optim::new(o).load(&path, &b.clone().map(&mut GrowFirst(false)), dev).unwrap_err().to_string();
+            assert!(e.contains("the optimizer state of parameter") && e.contains(&*path.to_string_lossy()), "{e}");
             let (wa, wb, w0) = (weights(&a), weights(&b), weights(&init));
             let (d, moved) = (max_abs_diff(&wa, &wb), max_abs_diff(&wa, &w0));
             eprintln!(
