@@ -139,6 +139,21 @@ struct Flat {
     v: Option<T1>,
 }
 
+impl Flat {
+    /// Each parameter's state as a slot of its own (views of the flat buffers; none for SGD
+    /// without momentum, which keeps no state).
+    fn per_parameter(&self) -> Vec<(ParamId, Slot)> {
+        let Some(m) = &self.m else { return Vec::new() };
+        self.segments
+            .iter()
+            .map(|seg| {
+                let cut = |t: &T1| t.clone().slice(seg.range());
+                (seg.id, Slot { m: cut(m), v: self.v.as_ref().map(cut), shape: seg.shape.clone() })
+            })
+            .collect()
+    }
+}
+
 /// The optimizer of a run, with f32 state in flat buffers: each step gathers the gradients into
 /// one buffer and updates every parameter in a handful of element-wise kernels, however many
 /// parameter tensors the model has.
@@ -296,25 +311,13 @@ impl Optim {
 
     /// Move the flat state back to per-parameter slots (the model's parameters changed).
     fn unflatten(&mut self, flat: Flat) {
-        for seg in &flat.segments {
-            let cut = |t: &T1| t.clone().slice(seg.range());
-            if let Some(m) = &flat.m {
-                self.loaded.insert(seg.id, Slot { m: cut(m), v: flat.v.as_ref().map(cut), shape: seg.shape.clone() });
-            }
-        }
+        self.loaded.extend(flat.per_parameter());
     }
 
     /// Every parameter's state, per parameter, as a checkpoint holds it.
     fn slots(&self) -> Vec<(ParamId, Slot)> {
         let mut out: Vec<(ParamId, Slot)> = self.loaded.iter().map(|(id, s)| (*id, s.clone())).collect();
-        if let Some(flat) = &self.flat {
-            for seg in &flat.segments {
-                let cut = |t: &T1| t.clone().slice(seg.range());
-                if let Some(m) = &flat.m {
-                    out.push((seg.id, Slot { m: cut(m), v: flat.v.as_ref().map(cut), shape: seg.shape.clone() }));
-                }
-            }
-        }
+        out.extend(self.flat.iter().flat_map(Flat::per_parameter));
         out
     }
 
