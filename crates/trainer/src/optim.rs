@@ -127,7 +127,8 @@ impl FlatGrads {
 #[derive(Clone)]
 struct Flat {
     segments: Vec<Segment>,
-    /// Elements, padding included: a multiple of [`ALIGN`] (padding stays 0 in every buffer).
+    /// Elements, padding included: a multiple of [`NORM_ROWS`] (and so of [`ALIGN`]); the
+    /// padding stays 0 in every buffer.
     len: usize,
     params: T1,
     /// The autodiff node of each parameter of the model the last step returned: the same nodes
