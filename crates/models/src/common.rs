@@ -37,19 +37,48 @@ pub fn linear_rows<B: Kernels>(layer: &Linear<B>, x: Tensor<B, 3>) -> Tensor<B, 
     y.reshape([b, t, out])
 }
 
-/// Mean over valid (non-pad) frames.
+/// A batch's padding mask in the forms the layers take, built once per forward pass: each form
+/// costs a few kernel launches on a GPU backend, and the conv-transformer's blocks use them at
+/// every block.
+#[derive(Clone, Debug)]
+pub struct FrameMask<B: Backend> {
+    /// `[batch, 1, time]`: `1 / count` on a sample's valid frames, 0 on padding.
+    pub mean_weights: Tensor<B, 3>,
+    /// `[batch, time]`: -1e4 on padded frames, 0 elsewhere (attention's key bias).
+    pub key_bias: Tensor<B, 2>,
+}
+
+impl<B: Backend> FrameMask<B> {
+    /// The forms of `pad_mask` (`[batch, time]`, true = pad) in the activations' `dtype`.
+    pub fn new(pad_mask: Tensor<B, 2, Bool>, dtype: DType) -> Self {
+        let [b, t] = pad_mask.dims();
+        let valid = mask_to(pad_mask.clone().bool_not(), dtype); // [B, T]
+        let count = valid.clone().sum_dim(1).clamp_min(1.0); // [B, 1]
+        let mean_weights = (valid / count).reshape([b, 1, t]);
+        let key_bias = mask_to(pad_mask, dtype).mul_scalar(-1e4);
+        Self { mean_weights, key_bias }
+    }
+
+    /// Mean of `x` over each sample's valid frames.
+    ///
+    /// # Shapes
+    /// - x: `[batch, time, channels]` -> `[batch, channels]`
+    pub fn mean(&self, x: Tensor<B, 3>) -> Tensor<B, 2> {
+        let [b, _, c] = x.dims();
+        // Weights 1/count on valid frames as a [B, 1, T] row: one batched product [B, 1, T] x
+        // [B, T, C] (forward and backward stay contiguous, unlike a broadcast multiply and a
+        // middle-axis sum).
+        self.mean_weights.clone().matmul(x).reshape([b, c])
+    }
+}
+
+/// Mean over valid (non-pad) frames ([`FrameMask::mean`] of a mask built for this one call).
 ///
 /// # Shapes
 /// - x: `[batch, time, channels]`, pad_mask: `[batch, time]` (true = pad)
 /// - output: `[batch, channels]`
 pub fn masked_mean<B: Backend>(x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 2> {
-    let [b, t, c] = x.dims();
-    // Weights 1/count on valid frames as a [B, 1, T] row: one batched product [B, 1, T] x [B, T, C]
-    // (forward and backward stay contiguous, unlike a broadcast multiply and a middle-axis sum).
-    let valid = mask_to(pad_mask.bool_not(), x.dtype()); // [B, T]
-    let count = valid.clone().sum_dim(1).clamp_min(1.0); // [B, 1]
-    let weights = (valid / count).reshape([b, 1, t]);
-    weights.matmul(x).reshape([b, c])
+    FrameMask::new(pad_mask, x.dtype()).mean(x)
 }
 
 /// Stochastic depth: during training, drop the whole residual branch of a sample with
@@ -103,14 +132,12 @@ impl<B: Kernels> ChannelNorm<B> {
             if dtype == DType::F32 { x.reshape([b * t, c]) } else { x.reshape([b * t, c]).cast(FloatDType::F32) };
         let y = if B::ad_enabled(&rows.device()) && self.bn.epsilon == crate::kernels::NORM_EPS {
             let (y, stats) = crate::kernels::ops::channel_norm_train(rows, self.bn.gamma.val(), self.bn.beta.val());
-            let stats = stats.detach();
-            let m = self.bn.momentum;
-            let mean = stats.clone().narrow(0, 0, 1).reshape([c]);
-            let var = stats.narrow(0, 1, 1).reshape([c]);
             let running_mean = self.bn.running_mean.value_sync().to_device(&y.device());
             let running_var = self.bn.running_var.value_sync().to_device(&y.device());
-            self.bn.running_mean.update(running_mean.mul_scalar(1.0 - m).add(mean.mul_scalar(m)).detach());
-            self.bn.running_var.update(running_var.mul_scalar(1.0 - m).add(var.mul_scalar(m)).detach());
+            let (mean, var) =
+                crate::kernels::ops::running_stats(stats.detach(), running_mean, running_var, self.bn.momentum);
+            self.bn.running_mean.update(mean.detach());
+            self.bn.running_var.update(var.detach());
             y
         } else {
             self.bn.forward(rows)
@@ -179,10 +206,10 @@ impl<B: Kernels> Eca<B> {
     }
 
     /// # Shapes
-    /// - x: `[batch, time, channels]`, pad_mask `[batch, time]` -> `[batch, time, channels]`
-    pub fn forward(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
+    /// - x: `[batch, time, channels]` -> `[batch, time, channels]`
+    pub fn forward(&self, x: Tensor<B, 3>, mask: &FrameMask<B>) -> Tensor<B, 3> {
         let [b, _, c] = x.dims();
-        let pooled = masked_mean(x.clone(), pad_mask).reshape([b, 1, c]);
+        let pooled = mask.mean(x.clone()).reshape([b, 1, c]);
         let gate = burn::tensor::activation::sigmoid(self.conv.forward(pooled)).reshape([b, c]);
         crate::kernels::ops::scale_channels(x, gate)
     }
@@ -214,8 +241,8 @@ impl<B: Kernels> SelfAttention<B> {
     }
 
     /// # Shapes
-    /// - x: `[batch, time, dim]`, pad_mask `[batch, time]` -> `[batch, time, dim]`
-    pub fn forward(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
+    /// - x: `[batch, time, dim]` -> `[batch, time, dim]`
+    pub fn forward(&self, x: Tensor<B, 3>, mask: &FrameMask<B>) -> Tensor<B, 3> {
         let [b, t, d] = x.dims();
         let h = self.heads;
         let hd = d / h;
@@ -230,8 +257,7 @@ impl<B: Kernels> SelfAttention<B> {
         let kt = crate::kernels::ops::split_heads_transposed(part(1), h); // [B, H, hd, T]
         let v = crate::kernels::ops::split_heads(part(2), h);
         let scores = q.matmul(kt).mul_scalar(1.0 / (hd as f64).sqrt()); // [B, H, T, T]
-        let bias = mask_to(pad_mask, scores.dtype()).mul_scalar(-1e4); // [B, T]
-        let attn = crate::kernels::ops::key_biased_softmax_dropout(scores, bias, self.dropout.prob);
+        let attn = crate::kernels::ops::key_biased_softmax_dropout(scores, mask.key_bias.clone(), self.dropout.prob);
         let out = crate::kernels::ops::merge_heads(attn.matmul(v)).reshape([b * t, d]);
         linear(&self.proj, out).reshape([b, t, d])
     }

@@ -8,7 +8,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Tensor};
 use serde::{Deserialize, Serialize};
 
-use crate::common::{linear_rows, masked_mean, CausalDepthwiseConv, ChannelNorm, DropPath, Eca, SelfAttention};
+use crate::common::{linear_rows, CausalDepthwiseConv, ChannelNorm, DropPath, Eca, FrameMask, SelfAttention};
 
 /// Sizes of the conv-transformer. Defaults are the reference model (~1.78M trainable params
 /// with 469 input features and 250 classes).
@@ -89,12 +89,12 @@ impl<B: Kernels> ConvBlock<B> {
     }
 
     /// # Shapes
-    /// - x: `[batch, time, dim]`, pad_mask `[batch, time]` -> `[batch, time, dim]`
-    pub fn forward(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
+    /// - x: `[batch, time, dim]` -> `[batch, time, dim]`
+    pub fn forward(&self, x: Tensor<B, 3>, mask: &FrameMask<B>) -> Tensor<B, 3> {
         let h = crate::kernels::ops::silu(linear_rows(&self.expand, x.clone()));
         let h = self.dwconv.forward(h);
         let h = self.norm.forward(h);
-        let h = self.eca.forward(h, pad_mask);
+        let h = self.eca.forward(h, mask);
         let h = linear_rows(&self.project, h);
         x + self.drop_path.forward(h)
     }
@@ -131,9 +131,9 @@ impl<B: Kernels> TransformerBlock<B> {
     }
 
     /// # Shapes
-    /// - x: `[batch, time, dim]`, pad_mask `[batch, time]` -> `[batch, time, dim]`
-    pub fn forward(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
-        let h = self.attention.forward(self.norm1.forward(x.clone()), pad_mask);
+    /// - x: `[batch, time, dim]` -> `[batch, time, dim]`
+    pub fn forward(&self, x: Tensor<B, 3>, mask: &FrameMask<B>) -> Tensor<B, 3> {
+        let h = self.attention.forward(self.norm1.forward(x.clone()), mask);
         let x = x + self.drop_path.forward(h);
         let h = linear_rows(
             &self.ffn_out,
@@ -188,8 +188,8 @@ impl<B: Kernels> ConvTransformer<B> {
     /// - x: `[batch, time, features]`, pad_mask: `[batch, time]` (true = pad)
     /// - output: logits `[batch, classes]`
     pub fn forward(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 2> {
-        let h = self.encode(x, pad_mask.clone());
-        let pooled = masked_mean(h, pad_mask);
+        let (h, mask) = self.encode(x, pad_mask);
+        let pooled = mask.mean(h);
         let pooled = if self.late_dropout_enabled { self.late_dropout.forward(pooled) } else { pooled };
         crate::common::linear(&self.classifier, pooled)
     }
@@ -201,21 +201,23 @@ impl<B: Kernels> ConvTransformer<B> {
     /// - x: `[batch, time, features]`, pad_mask: `[batch, time]` (true = pad)
     /// - output: logits `[batch, time, classes]`
     pub fn forward_frames(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
-        let h = self.encode(x, pad_mask);
+        let (h, _) = self.encode(x, pad_mask);
         let h = if self.late_dropout_enabled { self.late_dropout.forward(h) } else { h };
         linear_rows(&self.classifier, h)
     }
 
-    /// Stem, stages and `top`: `[batch, time, features] -> [batch, time, 2 dim]`.
-    fn encode(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
+    /// Stem, stages and `top`: `[batch, time, features] -> [batch, time, 2 dim]`, and the
+    /// padding mask's forms (in the activations' dtype) the blocks used.
+    fn encode(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> (Tensor<B, 3>, FrameMask<B>) {
         let mut x = self.stem_norm.forward(linear_rows(&self.stem, x));
+        let mask = FrameMask::new(pad_mask, x.dtype());
         for (stage, transformer) in self.transformer_blocks.iter().enumerate() {
             let start = stage * self.conv_blocks_per_stage;
             for block in &self.conv_blocks[start..start + self.conv_blocks_per_stage] {
-                x = block.forward(x, pad_mask.clone());
+                x = block.forward(x, &mask);
             }
-            x = transformer.forward(x, pad_mask.clone());
+            x = transformer.forward(x, &mask);
         }
-        linear_rows(&self.top, x)
+        (linear_rows(&self.top, x), mask)
     }
 }

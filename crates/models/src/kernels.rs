@@ -56,13 +56,7 @@ pub trait Kernels: Backend {
     /// # Shapes
     /// - x: `[batch, time, channels]`, w: `[kernel, channels]` -> `[batch, time, channels]`
     fn causal_dwconv(x: FloatTensor<Self>, w: FloatTensor<Self>) -> FloatTensor<Self> {
-        let (x, w) = (wrap::<Self, 3>(x), wrap::<Self, 2>(w));
-        if host_ok(&x) && host_ok(&w) {
-            let ([b, t, c], k, device) = (x.dims(), w.dims()[0], x.device());
-            let out = host::dwconv_forward(host_data(x).f32(), host_data(w).f32(), b, t, c, k);
-            return host_tensor::<Self, _>(out, [b, t, c], &device);
-        }
-        unwrap(reference::causal_dwconv(x, w))
+        portable::causal_dwconv::<Self>(x, w)
     }
 
     /// Gradients of [`Kernels::causal_dwconv`] with respect to `x` and `w`.
@@ -71,15 +65,7 @@ pub trait Kernels: Backend {
         w: FloatTensor<Self>,
         grad: FloatTensor<Self>,
     ) -> (FloatTensor<Self>, FloatTensor<Self>) {
-        let (x, w, g) = (wrap::<Self, 3>(x), wrap::<Self, 2>(w), wrap::<Self, 3>(grad));
-        if host_ok(&x) && host_ok(&w) && host_ok(&g) {
-            let ([b, t, c], k, device) = (x.dims(), w.dims()[0], x.device());
-            let (xd, wd, gd) = (host_data(x), host_data(w), host_data(g));
-            let (gx, gw) = host::dwconv_backward(xd.f32(), wd.f32(), gd.f32(), b, t, c, k);
-            return (host_tensor::<Self, _>(gx, [b, t, c], &device), host_tensor::<Self, _>(gw, [k, c], &device));
-        }
-        let (gx, gw) = reference::causal_dwconv_backward(x, w, g);
-        (unwrap(gx), unwrap(gw))
+        portable::causal_dwconv_backward::<Self>(x, w, grad)
     }
 
     /// SiLU, `x * sigmoid(x)`, in one pass (Burn composes it from several single-threaded passes).
@@ -280,13 +266,7 @@ pub trait Kernels: Backend {
     /// Per-channel mean and biased variance over the rows of `x` (`[rows, C]` -> `[2, C]`).
     /// Not differentiable on its own: [`Kernels::channel_norm`]'s backward accounts for it.
     fn channel_stats(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        let x = wrap::<Self, 2>(x);
-        if host_ok(&x) {
-            let ([n, c], device) = (x.dims(), x.device());
-            let out = host::stats(host_data(x).f32(), n, c);
-            return host_tensor::<Self, _>(out, [2, c], &device);
-        }
-        unwrap(reference::channel_stats(x))
+        portable::channel_stats::<Self>(x)
     }
 
     /// Training-mode BatchNorm of `[rows, C]` with the statistics `stats` (`[2, C]`, from
@@ -316,20 +296,94 @@ pub trait Kernels: Backend {
         gamma: FloatTensor<Self>,
         grad: FloatTensor<Self>,
     ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>) {
-        let (x, s) = (wrap::<Self, 2>(x), wrap::<Self, 2>(stats));
-        let (g, gr) = (wrap::<Self, 1>(gamma), wrap::<Self, 2>(grad));
+        portable::channel_norm_backward::<Self>(x, stats, gamma, grad)
+    }
+
+    /// BatchNorm's running mean and variance (`[C]` each) after a training batch whose statistics
+    /// are `stats` ([`Kernels::channel_stats`]): `running * (1 - momentum) + batch * momentum`, as
+    /// Burn's `BatchNorm` updates them. Not differentiable (running statistics are state).
+    fn running_stats(
+        stats: FloatTensor<Self>,
+        mean: FloatTensor<Self>,
+        var: FloatTensor<Self>,
+        momentum: f64,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        portable::running_stats::<Self>(stats, mean, var, momentum)
+    }
+}
+
+/// The default bodies of the [`Kernels`] ops that a backend may replace with its own kernels
+/// (`Dispatch` on a CubeCL device runs the `cube` crate's), kept callable as its fallback: the
+/// host loops on host-resident f32 data, else the [`reference`] ops.
+mod portable {
+    use super::*;
+
+    pub(super) fn causal_dwconv<B: Kernels>(x: FloatTensor<B>, w: FloatTensor<B>) -> FloatTensor<B> {
+        let (x, w) = (wrap::<B, 3>(x), wrap::<B, 2>(w));
+        if host_ok(&x) && host_ok(&w) {
+            let ([b, t, c], k, device) = (x.dims(), w.dims()[0], x.device());
+            let out = host::dwconv_forward(host_data(x).f32(), host_data(w).f32(), b, t, c, k);
+            return host_tensor::<B, _>(out, [b, t, c], &device);
+        }
+        unwrap(reference::causal_dwconv(x, w))
+    }
+
+    pub(super) fn causal_dwconv_backward<B: Kernels>(
+        x: FloatTensor<B>,
+        w: FloatTensor<B>,
+        grad: FloatTensor<B>,
+    ) -> (FloatTensor<B>, FloatTensor<B>) {
+        let (x, w, g) = (wrap::<B, 3>(x), wrap::<B, 2>(w), wrap::<B, 3>(grad));
+        if host_ok(&x) && host_ok(&w) && host_ok(&g) {
+            let ([b, t, c], k, device) = (x.dims(), w.dims()[0], x.device());
+            let (xd, wd, gd) = (host_data(x), host_data(w), host_data(g));
+            let (gx, gw) = host::dwconv_backward(xd.f32(), wd.f32(), gd.f32(), b, t, c, k);
+            return (host_tensor::<B, _>(gx, [b, t, c], &device), host_tensor::<B, _>(gw, [k, c], &device));
+        }
+        let (gx, gw) = reference::causal_dwconv_backward(x, w, g);
+        (unwrap(gx), unwrap(gw))
+    }
+
+    pub(super) fn channel_stats<B: Kernels>(x: FloatTensor<B>) -> FloatTensor<B> {
+        let x = wrap::<B, 2>(x);
+        if host_ok(&x) {
+            let ([n, c], device) = (x.dims(), x.device());
+            let out = host::stats(host_data(x).f32(), n, c);
+            return host_tensor::<B, _>(out, [2, c], &device);
+        }
+        unwrap(reference::channel_stats(x))
+    }
+
+    pub(super) fn channel_norm_backward<B: Kernels>(
+        x: FloatTensor<B>,
+        stats: FloatTensor<B>,
+        gamma: FloatTensor<B>,
+        grad: FloatTensor<B>,
+    ) -> (FloatTensor<B>, FloatTensor<B>, FloatTensor<B>) {
+        let (x, s) = (wrap::<B, 2>(x), wrap::<B, 2>(stats));
+        let (g, gr) = (wrap::<B, 1>(gamma), wrap::<B, 2>(grad));
         if host_ok(&x) && host_ok(&s) && host_ok(&g) && host_ok(&gr) {
             let ([n, c], device) = (x.dims(), x.device());
             let (xd, sd, gd, grd) = (host_data(x), host_data(s), host_data(g), host_data(gr));
             let (gx, gg, gb) = host::normalize_backward(xd.f32(), sd.f32(), gd.f32(), grd.f32(), n, c);
             return (
-                host_tensor::<Self, _>(gx, [n, c], &device),
-                host_tensor::<Self, _>(gg, [c], &device),
-                host_tensor::<Self, _>(gb, [c], &device),
+                host_tensor::<B, _>(gx, [n, c], &device),
+                host_tensor::<B, _>(gg, [c], &device),
+                host_tensor::<B, _>(gb, [c], &device),
             );
         }
         let (gx, gg, gb) = reference::channel_norm_backward(x, s, g, gr);
         (unwrap(gx), unwrap(gg), unwrap(gb))
+    }
+
+    pub(super) fn running_stats<B: Kernels>(
+        stats: FloatTensor<B>,
+        mean: FloatTensor<B>,
+        var: FloatTensor<B>,
+        momentum: f64,
+    ) -> (FloatTensor<B>, FloatTensor<B>) {
+        let (m, v) = reference::running_stats(wrap::<B, 2>(stats), wrap::<B, 1>(mean), wrap::<B, 1>(var), momentum);
+        (unwrap(m), unwrap(v))
     }
 }
 
@@ -451,6 +505,46 @@ impl Kernels for burn::Dispatch {
     fn host_f32(tensor: &FloatTensor<Self>) -> Option<&[f32]> {
         // `as_flex_float` is SignFlow's patch of burn-dispatch (crates/vendor/burn-dispatch).
         tensor.as_flex_float().and_then(flex_f32)
+    }
+
+    // On a CubeCL device (CUDA, WGPU) these run as one kernel launch each (the `cube`
+    // crate); elsewhere, or when a device cannot run a kernel, as everywhere else.
+
+    fn causal_dwconv(x: FloatTensor<Self>, w: FloatTensor<Self>) -> FloatTensor<Self> {
+        cube::causal_dwconv(&x, &w).unwrap_or_else(|| portable::causal_dwconv::<Self>(x, w))
+    }
+
+    fn causal_dwconv_backward(
+        x: FloatTensor<Self>,
+        w: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        cube::causal_dwconv_backward(&x, &w, &grad)
+            .unwrap_or_else(|| portable::causal_dwconv_backward::<Self>(x, w, grad))
+    }
+
+    fn channel_stats(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        cube::channel_stats(&x).unwrap_or_else(|| portable::channel_stats::<Self>(x))
+    }
+
+    fn channel_norm_backward(
+        x: FloatTensor<Self>,
+        stats: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>) {
+        cube::channel_norm_backward(&x, &stats, &gamma, &grad, NORM_EPS)
+            .unwrap_or_else(|| portable::channel_norm_backward::<Self>(x, stats, gamma, grad))
+    }
+
+    fn running_stats(
+        stats: FloatTensor<Self>,
+        mean: FloatTensor<Self>,
+        var: FloatTensor<Self>,
+        momentum: f64,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        cube::running_stats(&stats, &mean, &var, momentum)
+            .unwrap_or_else(|| portable::running_stats::<Self>(stats, mean, var, momentum))
     }
 }
 
@@ -678,6 +772,17 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
         <Self as burn::tensor::backend::AutodiffBackend>::from_inner(B::channel_stats(x.primitive))
     }
 
+    fn running_stats(
+        stats: FloatTensor<Self>,
+        mean: FloatTensor<Self>,
+        var: FloatTensor<Self>,
+        momentum: f64,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        let (m, v) = B::running_stats(stats.primitive, mean.primitive, var.primitive, momentum);
+        use burn::tensor::backend::AutodiffBackend;
+        (<Self as AutodiffBackend>::from_inner(m), <Self as AutodiffBackend>::from_inner(v))
+    }
+
     fn channel_norm(
         x: FloatTensor<Self>,
         stats: FloatTensor<Self>,
@@ -785,6 +890,17 @@ pub mod ops {
     /// See [`Kernels::merge_heads`].
     pub fn merge_heads<B: Kernels>(x: Tensor<B, 4>) -> Tensor<B, 3> {
         wrap(B::merge_heads(unwrap(x)))
+    }
+
+    /// See [`Kernels::running_stats`].
+    pub fn running_stats<B: Kernels>(
+        stats: Tensor<B, 2>,
+        mean: Tensor<B, 1>,
+        var: Tensor<B, 1>,
+        momentum: f64,
+    ) -> (Tensor<B, 1>, Tensor<B, 1>) {
+        let (m, v) = B::running_stats(unwrap(stats), unwrap(mean), unwrap(var), momentum);
+        (wrap(m), wrap(v))
     }
 
     /// Training-mode BatchNorm of `[rows, C]`; returns the output and the `[2, C]` batch
@@ -896,6 +1012,22 @@ pub mod reference {
         let (mean, var) = split(stats);
         let scale = var.add_scalar(NORM_EPS).sqrt().recip() * gamma.unsqueeze_dim(0);
         (x - mean) * scale + beta.unsqueeze_dim(0)
+    }
+
+    /// Running mean and variance after a batch with statistics `stats`, as Burn's `BatchNorm`.
+    pub fn running_stats<B: Backend>(
+        stats: Tensor<B, 2>,
+        mean: Tensor<B, 1>,
+        var: Tensor<B, 1>,
+        momentum: f64,
+    ) -> (Tensor<B, 1>, Tensor<B, 1>) {
+        let c = mean.dims()[0];
+        let (batch_mean, batch_var) = split(stats);
+        let m = momentum;
+        (
+            mean.mul_scalar(1.0 - m).add(batch_mean.reshape([c]).mul_scalar(m)),
+            var.mul_scalar(1.0 - m).add(batch_var.reshape([c]).mul_scalar(m)),
+        )
     }
 
     /// Gradients of [`channel_norm`] with respect to `x`, `gamma` and `beta`.

@@ -850,7 +850,7 @@ mod slow {
     use super::*;
 
     /// The same weights and batch give the same logits and gradients on the CPU (host-loop kernels)
-    /// and on WGPU (the kernels' tensor-op path, `kernels::reference`, JIT-compiled by cubecl): f32
+    /// and on WGPU (the `cube` crate's kernels and `kernels::reference` ops, JIT-compiled by cubecl): f32
     /// within 1e-4 relative; f16 compute on WGPU within 2e-2 (logits) and 5e-2 (gradients) of the
     /// f32 CPU reference. The transformer's gradients get 2e-3 (measured 3e-4 to 5e-4 on its
     /// LayerNorm parameters; every other tensor is within 1e-4). Gradient tensors are compared relative to their own largest value, or to
@@ -928,5 +928,80 @@ mod slow {
         assert!((chunked - want).abs() / want < 1e-5, "chunked sum {chunked} vs {want}");
         let direct = x.sum().into_scalar() as f64;
         eprintln!("direct full reduction of {n} floats on WGPU: {direct} (exact {want})");
+    }
+
+    /// The `cube` crate's kernels on WGPU equal the reference tensor ops on the same device:
+    /// values and gradients of the causal depthwise conv, the BatchNorm statistics, backward and
+    /// running statistics, on contiguous and strided (transposed) inputs, channel counts that do not fill a
+    /// cube, sequences shorter than the kernel, in f32 and (where the adapter has it) f16. Each
+    /// entry point is asserted to run (not fall back) on the device.
+    #[test]
+    fn cube_kernels_on_wgpu_equal_the_reference_ops() {
+        use burn::tensor::TensorPrimitive;
+        use models::kernels::{reference, NORM_EPS};
+        let Some(selected) = wgpu_device() else { return };
+        let gpu = selected.device;
+        let prim = |t: &Tensor<B, 3>| t.clone().into_primitive().tensor();
+        let prim2 = |t: &Tensor<B, 2>| t.clone().into_primitive().tensor();
+        let prim1 = |t: &Tensor<B, 1>| t.clone().into_primitive().tensor();
+        let wrap3 = |p| Tensor::<B, 3>::from_primitive(TensorPrimitive::Float(p));
+        let wrap2 = |p| Tensor::<B, 2>::from_primitive(TensorPrimitive::Float(p));
+        let wrap1 = |p| Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(p));
+        let rand = |shape: [usize; 3], salt: usize| {
+            let n = shape.iter().product();
+            Tensor::<B, 3>::from_data(TensorData::new(spread(n, 0.3, 2.0, salt), shape), &gpu)
+        };
+        let mut dtypes = vec![FloatDType::F32];
+        if selected.selection.capabilities.supports(device::Precision::F16) {
+            dtypes.push(FloatDType::F16);
+        }
+        for dtype in dtypes {
+            let tol = if dtype == FloatDType::F32 { 1e-5 } else { 1e-2 };
+            for [b, t, c, k] in [[1, 9, 5, 3], [3, 4, 40, 7], [2, 64, 384, 17]] {
+                let name = format!("{dtype:?} b{b} t{t} c{c} k{k}");
+                // x arrives transposed (strided) in one case, as the block's activations may.
+                let x = if c == 40 { rand([b, c, t], 1).swap_dims(1, 2) } else { rand([b, t, c], 1) }.cast(dtype);
+                let w = rand([1, k, c], 2).reshape([k, c]).cast(dtype);
+                let g = rand([b, t, c], 3).cast(dtype);
+                let y = wrap3(cube::causal_dwconv(&prim(&x), &prim2(&w)).expect("dwconv runs on WGPU"));
+                close(
+                    &format!("{name} dwconv"),
+                    &values(y),
+                    &values(reference::causal_dwconv(x.clone(), w.clone())),
+                    tol,
+                );
+                let (gx, gw) = cube::causal_dwconv_backward(&prim(&x), &prim2(&w), &prim(&g)).expect("runs on WGPU");
+                let (gx_ref, gw_ref) = reference::causal_dwconv_backward(x.clone(), w.clone(), g.clone());
+                close(&format!("{name} dwconv dx"), &values(wrap3(gx)), &values(gx_ref), tol);
+                close(&format!("{name} dwconv dw"), &values(wrap2(gw)), &values(gw_ref), tol * 10.0);
+
+                let (x2, g2) = (x.reshape([b * t, c]), g.reshape([b * t, c]));
+                let stats = wrap2(cube::channel_stats(&prim2(&x2)).expect("stats run on WGPU"));
+                close(
+                    &format!("{name} stats"),
+                    &values(stats.clone()),
+                    &values(reference::channel_stats(x2.clone())),
+                    tol,
+                );
+                let gamma = rand([1, 1, c], 4).reshape([c]).cast(dtype);
+                let (gx, gg, gb) =
+                    cube::channel_norm_backward(&prim2(&x2), &prim2(&stats), &prim1(&gamma), &prim2(&g2), NORM_EPS)
+                        .expect("norm backward runs on WGPU");
+                let (gx_ref, gg_ref, gb_ref) = reference::channel_norm_backward(x2, stats.clone(), gamma, g2);
+                close(&format!("{name} norm dx"), &values(wrap2(gx)), &values(gx_ref), tol * 10.0);
+                close(&format!("{name} norm dgamma"), &values(wrap1(gg)), &values(gg_ref), tol * 10.0);
+                close(&format!("{name} norm dbeta"), &values(wrap1(gb)), &values(gb_ref), tol * 10.0);
+                let (mean, var) =
+                    (rand([1, 1, c], 5).reshape([c]).cast(dtype), rand([1, 1, c], 6).reshape([c]).cast(dtype));
+                let (m, v) =
+                    cube::running_stats(&prim2(&stats), &prim1(&mean), &prim1(&var), 0.05).expect("runs on WGPU");
+                let (m_ref, v_ref) = reference::running_stats(stats.clone(), mean, var, 0.05);
+                close(&format!("{name} running mean"), &values(wrap1(m)), &values(m_ref), tol);
+                close(&format!("{name} running var"), &values(wrap1(v)), &values(v_ref), tol);
+            }
+        }
+        // Tensors on the CPU are not the kernels' to run.
+        let x = Tensor::<B, 2>::ones([4, 3], &dev());
+        assert!(cube::channel_stats(&prim2(&x)).is_none());
     }
 }

@@ -607,11 +607,16 @@ fn node_of<const D: usize>(t: Tensor<TrainBackend, D>) -> u64 {
 }
 
 /// Zeros of length `len` with each `(offset, values)` written at its offset (offsets ascending).
-/// The GPU backends write each part into the buffer in place (one launch per part, none for the
-/// padding); Burn's CPU backend copies the whole destination for every slice write, so there the
-/// parts and zero padding are concatenated in one pass instead.
+/// On a CubeCL device one kernel writes eight parts and the zeros around them per launch
+/// (`cube::assemble`); other GPU backends write each part into the buffer in place (one launch
+/// per part, none for the padding); Burn's CPU backend copies the whole destination for every
+/// slice write, so there the parts and zero padding are concatenated in one pass instead.
 fn assemble(parts: Vec<(usize, T1)>, len: usize, device: &device::DispatchDevice) -> T1 {
     if crate::on_gpu(device) {
+        let prims: Vec<_> = parts.iter().map(|(at, t)| (*at, t.clone().into_primitive().tensor())).collect();
+        if let Some(flat) = cube::assemble(&prims, len) {
+            return Tensor::from_primitive(TensorPrimitive::Float(flat));
+        }
         return parts.into_iter().fold(Tensor::zeros([len], device), |flat, (at, t)| {
             let n = t.dims()[0];
             flat.slice_assign(at..at + n, t)

@@ -1,0 +1,269 @@
+//! SignFlow's CubeCL kernels: ops the CPU runs as host loops (`models::kernels`: the causal
+//! depthwise conv and its gradients, BatchNorm's statistics, backward and running statistics)
+//! and the optimizer's gradient gather, as one kernel launch each on Burn's CubeCL backends (CUDA
+//! and WGPU) instead of the chains of tensor ops their reference formulations take (padding,
+//! `cat`, transposes, separate reductions, one slice write per tensor).
+//!
+//! Each entry point takes `Dispatch` float tensors and returns `None` when it does not apply (a
+//! CPU tensor, inputs on different backends or of different dtypes, a device without the dtype
+//! or the shared memory the kernel needs, or `SIGNFLOW_GPU_KERNELS=reference`); the caller then
+//! runs the reference ops. A device that lacks what a kernel needs is named in a one-line
+//! warning, once per op. On a CubeCL device the kernel is queued as a custom operation of Burn's
+//! fusion stream ([`fusion`]), so it runs in order with the fused tensor ops around it and costs
+//! no host wait.
+//!
+//! The kernels ([`kernels`]) read strided inputs, write contiguous outputs and sum in f32.
+
+mod fusion;
+mod kernels;
+
+use std::sync::{Mutex, OnceLock};
+
+use burn::tensor::{DType, Shape, TensorMetadata};
+use burn_cubecl::fusion::FusionCubeRuntime;
+use burn_cubecl::CubeRuntime;
+use burn_dispatch::{BackendTensor, DispatchTensor, DispatchTensorKind};
+use burn_fusion::FusionTensor;
+
+/// The environment variable that selects the reference tensor ops instead of these kernels on
+/// every device (`reference`); unset or `cube`, the kernels run where they apply.
+pub const SWITCH: &str = "SIGNFLOW_GPU_KERNELS";
+
+/// Whether the kernels are switched on ([`SWITCH`]), read once per process.
+pub fn enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| match std::env::var(SWITCH) {
+        Ok(v) if v.trim() == "reference" => false,
+        Ok(v) if v.trim() == "cube" || v.trim().is_empty() => true,
+        Ok(v) => {
+            eprintln!("warning: {SWITCH}={v:?} is neither `cube` nor `reference`; using the CubeCL kernels");
+            true
+        }
+        Err(_) => true,
+    })
+}
+
+/// Causal depthwise convolution, `x [B, T, C]` and `w [K, C]` -> `[B, T, C]` (see
+/// `models::kernels::Kernels::causal_dwconv`).
+pub fn causal_dwconv(x: &DispatchTensor, w: &DispatchTensor) -> Option<DispatchTensor> {
+    let op = Op {
+        name: "causal_dwconv",
+        bindings: 3,
+        launch: Launchers::of(kernels::causal_dwconv, kernels::causal_dwconv),
+    };
+    let [y] = op.run(&[x, w], vec![x.shape()], ())?;
+    Some(y)
+}
+
+/// Gradients of [`causal_dwconv`] with respect to `x` and `w`.
+pub fn causal_dwconv_backward(
+    x: &DispatchTensor,
+    w: &DispatchTensor,
+    grad: &DispatchTensor,
+) -> Option<(DispatchTensor, DispatchTensor)> {
+    let launch = Launchers::of(kernels::causal_dwconv_backward, kernels::causal_dwconv_backward);
+    let op = Op { name: "causal_dwconv_backward", bindings: 3, launch };
+    let [gx, gw] = op.run(&[x, w, grad], vec![x.shape(), w.shape()], ())?;
+    Some((gx, gw))
+}
+
+/// Per-channel mean and biased variance of `x [N, C]`, stacked as `[2, C]`.
+pub fn channel_stats(x: &DispatchTensor) -> Option<DispatchTensor> {
+    let op = Op {
+        name: "channel_stats",
+        bindings: 2,
+        launch: Launchers::of(kernels::channel_stats, kernels::channel_stats),
+    };
+    let [stats] = op.run(&[x], vec![Shape::new([2, x.shape()[1]])], ())?;
+    Some(stats)
+}
+
+/// Gradients of training-mode BatchNorm (`x [N, C]` normalized with `stats` from
+/// [`channel_stats`], scaled by `gamma [C]`) with respect to `x`, `gamma` and `beta`; `eps` is
+/// the epsilon added to the variance.
+pub fn channel_norm_backward(
+    x: &DispatchTensor,
+    stats: &DispatchTensor,
+    gamma: &DispatchTensor,
+    grad: &DispatchTensor,
+    eps: f64,
+) -> Option<(DispatchTensor, DispatchTensor, DispatchTensor)> {
+    let channels = x.shape()[1];
+    let shapes = vec![x.shape(), Shape::new([channels]), Shape::new([channels])];
+    let launch = Launchers::of(kernels::channel_norm_backward, kernels::channel_norm_backward);
+    let op = Op { name: "channel_norm_backward", bindings: 7, launch };
+    let [gx, gg, gb] = op.run(&[x, stats, gamma, grad], shapes, eps as f32)?;
+    Some((gx, gg, gb))
+}
+
+/// BatchNorm's running mean and variance `[C]` after a batch with statistics `stats [2, C]`:
+/// `running * (1 - momentum) + batch * momentum`.
+pub fn running_stats(
+    stats: &DispatchTensor,
+    mean: &DispatchTensor,
+    var: &DispatchTensor,
+    momentum: f64,
+) -> Option<(DispatchTensor, DispatchTensor)> {
+    let channels = mean.shape()[0];
+    let launch = Launchers::of(kernels::running_stats, kernels::running_stats);
+    let op = Op { name: "running_stats", bindings: 5, launch };
+    let weights = [(1.0 - momentum) as f32, momentum as f32];
+    let [m, v] = op.run(&[stats, mean, var], vec![Shape::new([channels]), Shape::new([channels])], weights)?;
+    Some((m, v))
+}
+
+/// One 1-D buffer of `len` elements with each 1-D part written at its offset (offsets
+/// ascending, parts not overlapping) and zeros elsewhere: the optimizer's flat gradient, in one
+/// launch per eight parts where writing each part into a zeroed buffer takes one per part.
+pub fn assemble(parts: &[(usize, DispatchTensor)], len: usize) -> Option<DispatchTensor> {
+    let ordered = parts.windows(2).all(|w| w[0].0 + w[0].1.shape()[0] <= w[1].0);
+    let fits = parts.last().is_some_and(|(at, t)| at + t.shape()[0] <= len);
+    if !ordered || !fits || parts.iter().any(|(_, t)| t.shape().num_dims() != 1) {
+        return None;
+    }
+    let layout = kernels::Layout { offsets: parts.iter().map(|(at, _)| *at).collect(), len };
+    let tensors: Vec<&DispatchTensor> = parts.iter().map(|(_, t)| t).collect();
+    let bindings = kernels::GROUP as u32 + 1;
+    let op = Op { name: "assemble", bindings, launch: Launchers::of(kernels::assemble, kernels::assemble) };
+    let [flat] = op.run(&tensors, vec![Shape::new([len])], layout)?;
+    Some(flat)
+}
+
+/// One op: its name (in warnings and the fusion stream), the storage buffers a launch of its
+/// kernels binds, and its launcher for each CubeCL runtime `Dispatch` is built with.
+struct Op<P> {
+    name: &'static str,
+    bindings: u32,
+    launch: Launchers<P>,
+}
+
+struct Launchers<P> {
+    wgpu: fusion::Launch<cubecl::wgpu::WgpuRuntime, P>,
+    cuda: fusion::Launch<cubecl::cuda::CudaRuntime, P>,
+}
+
+impl<P> Launchers<P> {
+    /// The same generic launcher, instantiated per runtime (pass it twice).
+    fn of(
+        wgpu: fusion::Launch<cubecl::wgpu::WgpuRuntime, P>,
+        cuda: fusion::Launch<cubecl::cuda::CudaRuntime, P>,
+    ) -> Self {
+        Self { wgpu, cuda }
+    }
+}
+
+impl<P: fusion::Params> Op<P> {
+    /// Runs the op as a fusion custom op when every input is a float tensor of one CubeCL
+    /// device, of one dtype the kernels can run on there; `None` otherwise. `O` outputs of
+    /// `shapes`, in the inputs' dtype.
+    fn run<const O: usize>(
+        &self,
+        inputs: &[&DispatchTensor],
+        shapes: Vec<Shape>,
+        params: P,
+    ) -> Option<[DispatchTensor; O]> {
+        let first = *inputs.first()?;
+        let dtype = first.dtype();
+        if !enabled() || inputs.iter().any(|t| t.dtype() != dtype) {
+            return None;
+        }
+        let device = <burn::Dispatch as burn::tensor::ops::FloatTensorOps<burn::Dispatch>>::float_device(first);
+        let outputs: Vec<DispatchTensorKind> = if let Some(tensors) = fusion_inputs(inputs, |kind| match kind {
+            DispatchTensorKind::Wgpu(BackendTensor::Float(t)) => Some(t.clone()),
+            _ => None,
+        }) {
+            let outputs = self.on_device(&device, tensors, shapes, self.launch.wgpu, params, dtype)?;
+            outputs.into_iter().map(|t| DispatchTensorKind::Wgpu(BackendTensor::Float(t))).collect()
+        } else if let Some(tensors) = fusion_inputs(inputs, |kind| match kind {
+            DispatchTensorKind::Cuda(BackendTensor::Float(t)) => Some(t.clone()),
+            _ => None,
+        }) {
+            let outputs = self.on_device(&device, tensors, shapes, self.launch.cuda, params, dtype)?;
+            outputs.into_iter().map(|t| DispatchTensorKind::Cuda(BackendTensor::Float(t))).collect()
+        } else {
+            return None;
+        };
+        let outputs: Vec<DispatchTensor> = outputs.into_iter().map(|kind| first.clone().map_kind(|_| kind)).collect();
+        outputs.try_into().ok()
+    }
+
+    /// Queues the op on the inputs' device if the device can run it; else warns (once) and gives
+    /// `None`.
+    fn on_device<R: CubeRuntime>(
+        &self,
+        device: &burn::DispatchDevice,
+        inputs: Vec<FusionTensor<FusionCubeRuntime<R>>>,
+        shapes: Vec<Shape>,
+        launch: fusion::Launch<R, P>,
+        params: P,
+        dtype: DType,
+    ) -> Option<Vec<FusionTensor<FusionCubeRuntime<R>>>> {
+        let client = R::client(inputs[0].client.device());
+        if let Err(why) = runnable(client.properties(), dtype, self.bindings) {
+            warn_once(self.name, &why);
+            return None;
+        }
+        Some(fusion::register(self.name, inputs, shapes, launch, params))
+    }
+}
+
+/// The fusion tensors behind `inputs`, when `pick` finds one behind every input and all are on
+/// one device.
+fn fusion_inputs<R: CubeRuntime>(
+    inputs: &[&DispatchTensor],
+    pick: impl Fn(&DispatchTensorKind) -> Option<FusionTensor<FusionCubeRuntime<R>>>,
+) -> Option<Vec<FusionTensor<FusionCubeRuntime<R>>>> {
+    let tensors: Vec<_> = inputs.iter().map(|t| pick(t.kind())).collect::<Option<_>>()?;
+    let first = tensors.first()?;
+    if tensors.iter().any(|t| t.client.device() != first.client.device()) {
+        return None;
+    }
+    Some(tensors)
+}
+
+/// Whether a device with `props` can run a kernel on `dtype` that binds `bindings` storage
+/// buffers; the reason when it cannot.
+fn runnable(props: &cubecl::ir::DeviceProperties, dtype: DType, bindings: u32) -> Result<(), String> {
+    if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16) {
+        return Err(format!("no kernel for {dtype:?} tensors"));
+    }
+    let storage: cubecl::ir::StorageType = dtype.into();
+    if !props.supports_type(storage) {
+        return Err(format!("the device has no {dtype:?} type in kernels"));
+    }
+    let hw = &props.hardware;
+    if hw.max_units_per_cube < kernels::MIN_UNITS_PER_CUBE {
+        return Err(format!(
+            "the device runs {} units per cube, the kernels need {}",
+            hw.max_units_per_cube,
+            kernels::MIN_UNITS_PER_CUBE
+        ));
+    }
+    if hw.max_shared_memory_size < kernels::MIN_SHARED_BYTES {
+        return Err(format!(
+            "the device has {} bytes of shared memory per cube, the kernels need {}",
+            hw.max_shared_memory_size,
+            kernels::MIN_SHARED_BYTES
+        ));
+    }
+    // One more for the metadata (shapes and strides) cubecl binds beside the tensors.
+    if hw.max_bindings < bindings + 1 {
+        return Err(format!(
+            "the device binds {} buffers per kernel, this one needs {}",
+            hw.max_bindings,
+            bindings + 1
+        ));
+    }
+    Ok(())
+}
+
+/// Prints "warning: ..." the first time `op` cannot run for `why`.
+fn warn_once(op: &str, why: &str) {
+    static SEEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let key = format!("{op}: {why}");
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if !seen.contains(&key) {
+        eprintln!("warning: GPU kernel {op} runs as reference tensor ops: {why}");
+        seen.push(key);
+    }
+}
