@@ -8,12 +8,15 @@
 //! CPU tensor, inputs on different backends or of different dtypes, a device without the dtype
 //! or the shared memory the kernel needs, or `SIGNFLOW_GPU_KERNELS=reference`); the caller then
 //! runs the reference ops. A device that lacks what a kernel needs is named in a one-line
-//! warning, once per op. On a CubeCL device the kernel is queued as a custom operation of Burn's
+//! warning, once per op; before their first use on a device the kernels run a self-test there
+//! ([`check`]), and stand down on that device if one of them does not compile or gives other
+//! values. On a CubeCL device the kernel is queued as a custom operation of Burn's
 //! fusion stream ([`fusion`]), so it runs in order with the fused tensor ops around it and costs
 //! no host wait.
 //!
 //! The kernels ([`kernels`]) read strided inputs, write contiguous outputs and sum in f32.
 
+mod check;
 mod fusion;
 mod kernels;
 
@@ -187,8 +190,8 @@ impl<P: fusion::Params> Op<P> {
         outputs.try_into().ok()
     }
 
-    /// Queues the op on the inputs' device if the device can run it; else warns (once) and gives
-    /// `None`.
+    /// Queues the op on the inputs' device if the device can run it and the kernels passed their
+    /// self-test there ([`check`]); else warns (once) and gives `None`.
     fn on_device<R: CubeRuntime>(
         &self,
         device: &burn::DispatchDevice,
@@ -203,6 +206,7 @@ impl<P: fusion::Params> Op<P> {
             warn_once(self.name, &why);
             return None;
         }
+        check::verdict(device, dtype).ok()?;
         Some(fusion::register(self.name, inputs, shapes, launch, params))
     }
 }

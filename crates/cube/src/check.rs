@@ -1,0 +1,110 @@
+//! The kernels' self-test on a device, once per device and dtype in a process, before their first
+//! use there: each kernel runs on small inputs whose results are known exactly (in f16 and bf16
+//! too) and is read back. A kernel that does not compile, fails to launch or gives other values
+//! there makes every kernel of this crate stand down on that device and dtype (the callers run
+//! the reference ops), with one warning that names the kernel and what went wrong. Launch and
+//! compilation errors surface at the read, so none of them panics in the middle of a step.
+
+use std::cell::Cell;
+use std::sync::Mutex;
+
+use burn::tensor::{DType, FloatDType, Tensor, TensorData, TensorPrimitive};
+use burn::{Dispatch, DispatchDevice};
+
+thread_local! {
+    /// Set while the self-test runs on this thread, so its own calls run the kernels unchecked.
+    static CHECKING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The self-test's verdict for `device` and `dtype`: run on the first call, remembered after.
+pub(crate) fn verdict(device: &DispatchDevice, dtype: DType) -> Result<(), String> {
+    if CHECKING.with(Cell::get) {
+        return Ok(());
+    }
+    static DONE: Mutex<Vec<(String, DType, Result<(), String>)>> = Mutex::new(Vec::new());
+    let key = format!("{device:?}");
+    let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, _, verdict)) = done.iter().find(|(k, d, _)| *k == key && *d == dtype) {
+        return verdict.clone();
+    }
+    CHECKING.with(|c| c.set(true));
+    let verdict = self_test(device, dtype);
+    CHECKING.with(|c| c.set(false));
+    if let Err(why) = &verdict {
+        eprintln!("warning: SignFlow's GPU kernels run as reference tensor ops on {key} ({dtype:?}): {why}");
+    }
+    done.push((key, dtype, verdict.clone()));
+    verdict
+}
+
+fn tensor<const D: usize>(
+    values: Vec<f32>,
+    shape: [usize; D],
+    device: &DispatchDevice,
+    dtype: DType,
+) -> Tensor<Dispatch, D> {
+    Tensor::<Dispatch, D>::from_data(TensorData::new(values, shape), device).cast(FloatDType::from(dtype))
+}
+
+fn prim<const D: usize>(t: &Tensor<Dispatch, D>) -> burn_dispatch::DispatchTensor {
+    t.clone().into_primitive().tensor()
+}
+
+/// `got` read back from the device and compared with `want` (exact values; half precision
+/// rounds none of them).
+fn expect(kernel: &str, got: Option<burn_dispatch::DispatchTensor>, want: &[f32]) -> Result<(), String> {
+    let got = got.ok_or_else(|| format!("{kernel} did not run"))?;
+    let data = Tensor::<Dispatch, 1>::from_primitive(TensorPrimitive::Float(got))
+        .reshape([want.len()])
+        .try_into_data()
+        .map_err(|e| format!("{kernel} failed: {e:?}"))?;
+    let got: Vec<f32> = data.convert::<f32>().to_vec().map_err(|e| format!("{kernel}: {e:?}"))?;
+    match got.iter().zip(want).position(|(g, w)| (g - w).abs() > 1e-3 * w.abs().max(1.0)) {
+        None => Ok(()),
+        Some(i) => Err(format!("{kernel} gave {} at {i} where {} is right", got[i], want[i])),
+    }
+}
+
+/// Runs every kernel once on `device` in `dtype` and checks its output.
+fn self_test(device: &DispatchDevice, dtype: DType) -> Result<(), String> {
+    // Causal depthwise conv of ones, batch 2 x 4 frames x 40 channels (two channel blocks),
+    // 3 taps: y = min(t + 1, 3); with a gradient of ones, dx = min(4 - t, 3) and
+    // dw[j] = 2 x (4 - 3 + 1 + j) = 4, 6, 8.
+    let (b, t, c, k) = (2, 4, 40, 3);
+    let x = tensor(vec![1.0; b * t * c], [b, t, c], device, dtype);
+    let w = tensor(vec![1.0; k * c], [k, c], device, dtype);
+    let per_frame = |f: &dyn Fn(usize) -> f32| (0..b * t * c).map(|i| f((i / c) % t)).collect::<Vec<f32>>();
+    expect("dwconv", crate::causal_dwconv(&prim(&x), &prim(&w)), &per_frame(&|t| (t + 1).min(k) as f32))?;
+    let (gx, gw) = crate::causal_dwconv_backward(&prim(&x), &prim(&w), &prim(&x)).unzip();
+    expect("dwconv input gradient", gx, &per_frame(&|f| (t - f).min(k) as f32))?;
+    let want_gw: Vec<f32> = (0..k * c).map(|i| (b * (t - k + 1 + i / c)) as f32).collect();
+    expect("dwconv weight gradient", gw, &want_gw)?;
+
+    // BatchNorm over 8 rows alternating 0 and 1: mean 0.5, variance 0.25. With a gradient of
+    // ones: dx = 0, dgamma = sum of the normalized rows = 0, dbeta = 8.
+    let rows = 8;
+    let x = tensor((0..rows * c).map(|i| ((i / c) % 2) as f32).collect(), [rows, c], device, dtype);
+    let stats = crate::channel_stats(&prim(&x));
+    let want: Vec<f32> = [0.5f32, 0.25].iter().flat_map(|&v| vec![v; c]).collect();
+    expect("channel stats", stats.clone(), &want)?;
+    let stats = stats.ok_or("channel stats did not run")?;
+    let ones = tensor(vec![1.0; rows * c], [rows, c], device, dtype);
+    let gamma = tensor(vec![1.0; c], [c], device, dtype);
+    let grads = crate::channel_norm_backward(&prim(&x), &stats, &prim(&gamma), &prim(&ones), 1e-5);
+    let (gx, gg, gb) = match grads {
+        Some((gx, gg, gb)) => (Some(gx), Some(gg), Some(gb)),
+        None => (None, None, None),
+    };
+    expect("channel norm input gradient", gx, &vec![0.0; rows * c])?;
+    expect("channel norm gamma gradient", gg, &vec![0.0; c])?;
+    expect("channel norm beta gradient", gb, &vec![rows as f32; c])?;
+    let (mean, var) = crate::running_stats(&stats, &prim(&gamma), &prim(&gamma), 0.5).unzip();
+    expect("running mean", mean, &vec![0.75; c])?;
+    expect("running variance", var, &vec![0.625; c])?;
+
+    // Two parts gathered into 512 elements: 1, 2 at 0 and 3 at 256, zeros elsewhere.
+    let (p1, p2) = (tensor(vec![1.0, 2.0], [2], device, dtype), tensor(vec![3.0], [1], device, dtype));
+    let mut want = vec![0.0; 512];
+    (want[0], want[1], want[256]) = (1.0, 2.0, 3.0);
+    expect("assemble", crate::assemble(&[(0, prim(&p1)), (256, prim(&p2))], 512), &want)
+}
