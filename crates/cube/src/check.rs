@@ -106,5 +106,11 @@ fn self_test(device: &DispatchDevice, dtype: DType) -> Result<(), String> {
     let (p1, p2) = (tensor(vec![1.0, 2.0], [2], device, dtype), tensor(vec![3.0], [1], device, dtype));
     let mut want = vec![0.0; 512];
     (want[0], want[1], want[256]) = (1.0, 2.0, 3.0);
-    expect("assemble", crate::assemble(&[(0, prim(&p1)), (256, prim(&p2))], 512), &want)
+    expect("assemble", crate::assemble(&[(0, prim(&p1)), (256, prim(&p2))], 512), &want)?;
+
+    // A 2 x 3 view from element 256 of 512 counting 0..64 over and over (exact in bf16 too),
+    // the end not at an alignment.
+    let flat = tensor((0..512).map(|i| (i % 64) as f32).collect(), [512], device, dtype);
+    let want: Vec<f32> = (0..6).map(|i| i as f32).collect();
+    expect("view", crate::view(&prim(&flat), 256, burn::tensor::Shape::new([2, 3])), &want)
 }

@@ -340,6 +340,33 @@ pub(crate) fn running_stats<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, weights:
     vec![new_mean, new_var]
 }
 
+/// Where [`view`] cuts its tensor: the first element and the shape.
+#[derive(Clone, Debug)]
+pub(crate) struct Window {
+    /// Offset of the view's first element in the 1-D input.
+    pub start: usize,
+    /// The view's shape (contiguous).
+    pub shape: Shape,
+}
+
+/// `window.shape` elements of a contiguous 1-D tensor from `window.start`, as a view of its
+/// memory: no kernel, no copy, where the start is at the device's memory alignment (Burn's own
+/// slice makes a view only when the end is aligned too, and copies otherwise); else a copy.
+pub(crate) fn view<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, window: &Window) -> Vec<CubeTensor<R>> {
+    let [flat] = take(inputs);
+    let len = flat.meta.shape()[0];
+    let count = window.shape.num_elements();
+    let elem = flat.dtype.size() as u64;
+    let start = window.start as u64 * elem;
+    if flat.is_contiguous() && start.is_multiple_of(flat.client.properties().memory.alignment) {
+        let end = (len - window.start - count) as u64 * elem;
+        let handle = flat.handle.clone().offset_start(start).offset_end(end);
+        return vec![CubeTensor::new_contiguous(flat.client, flat.device, window.shape.clone(), handle, flat.dtype)];
+    }
+    let copy = burn_cubecl::kernel::slice(flat, &[window.start..window.start + count]);
+    vec![burn_cubecl::ops::reshape(burn_cubecl::kernel::into_contiguous(copy), window.shape.clone())]
+}
+
 /// Parts written per launch of [`assemble_kernel`].
 pub(crate) const GROUP: usize = 8;
 

@@ -1,6 +1,7 @@
 //! SignFlow's CubeCL kernels: ops the CPU runs as host loops (`models::kernels`: the causal
 //! depthwise conv and its gradients, BatchNorm's statistics, backward and running statistics)
-//! and the optimizer's gradient gather, as one kernel launch each on Burn's CubeCL backends (CUDA
+//! and the optimizer's gradient gather, as one kernel launch each (and the optimizer's parameter
+//! views, as none) on Burn's CubeCL backends (CUDA
 //! and WGPU) instead of the chains of tensor ops their reference formulations take (padding,
 //! `cat`, transposes, separate reductions, one slice write per tensor).
 //!
@@ -113,6 +114,20 @@ pub fn running_stats(
     let weights = [(1.0 - momentum) as f32, momentum as f32];
     let [m, v] = op.run(&[stats, mean, var], vec![Shape::new([channels]), Shape::new([channels])], weights)?;
     Some((m, v))
+}
+
+/// `shape` elements of the 1-D tensor `flat` from `start`, as a view of its memory where the
+/// device allows (the start at its memory alignment; the end anywhere), else a copy: the model's
+/// parameters as views of the optimizer's flat buffer. Burn's own slice copies unless the end is
+/// aligned too.
+pub fn view(flat: &DispatchTensor, start: usize, shape: Shape) -> Option<DispatchTensor> {
+    let len = flat.shape();
+    if len.num_dims() != 1 || start + shape.num_elements() > len[0] {
+        return None;
+    }
+    let op = Op { name: "view", bindings: 0, launch: Launchers::of(kernels::view, kernels::view) };
+    let [v] = op.run(&[flat], vec![shape.clone()], kernels::Window { start, shape })?;
+    Some(v)
 }
 
 /// One 1-D buffer of `len` elements with each 1-D part written at its offset (offsets

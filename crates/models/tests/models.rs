@@ -932,7 +932,8 @@ mod slow {
 
     /// The `cube` crate's kernels on WGPU equal the reference tensor ops on the same device:
     /// values and gradients of the causal depthwise conv, the BatchNorm statistics, backward and
-    /// running statistics, on contiguous and strided (transposed) inputs, channel counts that do not fill a
+    /// running statistics, and the optimizer's parameter views, on contiguous and strided
+    /// (transposed) inputs, channel counts that do not fill a
     /// cube, sequences shorter than the kernel, in f32 and (where the adapter has it) f16. Each
     /// entry point is asserted to run (not fall back) on the device.
     #[test]
@@ -999,6 +1000,14 @@ mod slow {
                 close(&format!("{name} running mean"), &values(wrap1(m)), &values(m_ref), tol);
                 close(&format!("{name} running var"), &values(wrap1(v)), &values(v_ref), tol);
             }
+        }
+        // The optimizer's parameter views of its flat buffer: at an aligned start with an end
+        // that is not (a view, where Burn's slice copies) and at a start that is not (a copy).
+        let flat = Tensor::<B, 1>::from_data(TensorData::new(spread(1024, 0.0, 5.0, 7), [1024]), &gpu);
+        for (start, shape) in [(256, [3, 5]), (260, [2, 2])] {
+            let view = cube::view(&prim1(&flat), start, shape.into()).expect("views on WGPU");
+            let want = flat.clone().slice(start..start + shape[0] * shape[1]).reshape(shape);
+            close(&format!("view at {start}"), &values(wrap2(view)), &values(want), 0.0);
         }
         // Tensors on the CPU are not the kernels' to run.
         let x = Tensor::<B, 2>::ones([4, 3], &dev());

@@ -698,7 +698,13 @@ impl ModuleMapper<TrainBackend> for LoadViews<'_> {
         }
         let seg = self.segments.next().expect("one segment per trainable parameter");
         let dims = tensor.dims();
-        let view = self.flat.clone().slice(seg.range()).reshape(dims);
+        // Burn's slice is a view only when the segment's end is aligned too; `cube::view`
+        // needs only its start aligned (which every segment's is) on a CubeCL device.
+        let flat = self.flat.clone().into_primitive().tensor();
+        let view = match cube::view(&flat, seg.offset, dims.into()) {
+            Some(view) => Tensor::from_primitive(TensorPrimitive::Float(view)),
+            None => self.flat.clone().slice(seg.range()).reshape(dims),
+        };
         let tensor = Tensor::<TrainBackend, D>::from_inner(view).require_grad();
         self.nodes.push(node_of(tensor.clone()));
         Param::from_mapped_value(id, tensor, mapper)
