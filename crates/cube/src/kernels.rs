@@ -50,64 +50,62 @@ fn row_lanes<R: CubeRuntime>(client: &cubecl::client::ComputeClient<R>) -> u32 {
     by_units.min(by_shared).clamp(MIN_ROW_LANES, MAX_ROW_LANES)
 }
 
-/// `y[b, t, c] = sum_j w[j, c] * x[b, t + j + 1 - K, c]` over the taps inside the sequence.
+/// The depthwise conv's taps over time for each output element of a contiguous `[B, T, C]`
+/// output, with `s = K - 1 - j`: causal, `out[b, t, c] = sum_j w[j, c] * input[b, t - s, c]`
+/// (the forward pass); anti-causal, `out[b, t, c] = sum_j w[j, c] * input[b, t + s, c]` (the
+/// input gradient, from the output gradient). Frames outside the sequence count as zero.
 #[cube(launch)]
-fn dwconv_kernel<F: Float>(
-    x: &Tensor<F>,
+fn dwconv_taps_kernel<F: Float>(
+    input: &Tensor<F>,
     w: &Tensor<F>,
-    y: &mut Tensor<F>,
+    out: &mut Tensor<F>,
+    #[comptime] anti_causal: bool,
     #[comptime] _revision: u64,
     #[define(F)] _dtype: StorageType,
 ) {
-    if ABSOLUTE_POS >= y.len() {
+    if ABSOLUTE_POS >= out.len() {
         terminate!();
     }
-    let channels = y.shape(2);
-    let frames = y.shape(1);
+    let channels = out.shape(2);
+    let frames = out.shape(1);
     let taps = w.shape(0);
     let c = ABSOLUTE_POS % channels;
     let t = (ABSOLUTE_POS / channels) % frames;
     let b = ABSOLUTE_POS / (channels * frames);
-    let base = b * x.stride(0) + c * x.stride(2);
+    let base = b * input.stride(0) + c * input.stride(2);
     let mut acc = 0.0f32;
     for j in 0..taps {
-        if t + j + 1 >= taps {
-            let src = t + j + 1 - taps;
-            let wv = f32::cast_from(w[j * w.stride(0) + c * w.stride(1)]);
-            acc += wv * f32::cast_from(x[base + src * x.stride(1)]);
+        let shift = taps - 1 - j;
+        let wv = f32::cast_from(w[j * w.stride(0) + c * w.stride(1)]);
+        if anti_causal {
+            if t + shift < frames {
+                acc += wv * f32::cast_from(input[base + (t + shift) * input.stride(1)]);
+            }
+        } else if t >= shift {
+            acc += wv * f32::cast_from(input[base + (t - shift) * input.stride(1)]);
         }
     }
-    y[ABSOLUTE_POS] = F::cast_from(acc);
+    out[ABSOLUTE_POS] = F::cast_from(acc);
 }
 
-/// `gx[b, t, c] = sum_j w[j, c] * g[b, t + K - 1 - j, c]` over the taps inside the sequence.
-#[cube(launch)]
-fn dwconv_input_grad_kernel<F: Float>(
-    w: &Tensor<F>,
-    g: &Tensor<F>,
-    gx: &mut Tensor<F>,
-    #[comptime] _revision: u64,
-    #[define(F)] _dtype: StorageType,
-) {
-    if ABSOLUTE_POS >= gx.len() {
-        terminate!();
+/// This unit's place in a per-channel reduction cube: its channel, its row lane and its column
+/// (the channel within the cube's block).
+#[cube]
+fn reduction_unit() -> (usize, usize, usize) {
+    let col = UNIT_POS_X as usize;
+    (CUBE_POS_X as usize * CUBE_DIM_X as usize + col, UNIT_POS_Y as usize, col)
+}
+
+/// The sum over the cube's row lanes of column `col` of the partial sums in `partial` from
+/// `base` (one per unit, lane-major).
+#[cube]
+fn lane_sum(partial: &SharedMemory<f32>, base: usize, col: usize) -> f32 {
+    let width = CUBE_DIM_X as usize;
+    let mut total = 0.0f32;
+    for l in 0..CUBE_DIM_Y as usize {
+        total += partial[base + l * width + col];
     }
-    let channels = gx.shape(2);
-    let frames = gx.shape(1);
-    let taps = w.shape(0);
-    let c = ABSOLUTE_POS % channels;
-    let t = (ABSOLUTE_POS / channels) % frames;
-    let b = ABSOLUTE_POS / (channels * frames);
-    let base = b * g.stride(0) + c * g.stride(2);
-    let mut acc = 0.0f32;
-    for j in 0..taps {
-        let dst = t + taps - 1 - j;
-        if dst < frames {
-            let wv = f32::cast_from(w[j * w.stride(0) + c * w.stride(1)]);
-            acc += wv * f32::cast_from(g[base + dst * g.stride(1)]);
-        }
-    }
-    gx[ABSOLUTE_POS] = F::cast_from(acc);
+    total
 }
 
 /// `gw[j, c] = sum over b, t of x[b, t + j + 1 - K, c] * g[b, t, c]`: one cube per
@@ -125,11 +123,8 @@ fn dwconv_weight_grad_kernel<F: Float>(
     let frames = x.shape(1);
     let rows = x.shape(0) * frames;
     let taps = gw.shape(0);
-    let width = CUBE_DIM_X as usize;
-    let lanes = CUBE_DIM_Y as usize;
-    let col = UNIT_POS_X as usize;
-    let lane = UNIT_POS_Y as usize;
-    let c = CUBE_POS_X as usize * width + col;
+    let (width, lanes) = (CUBE_DIM_X as usize, CUBE_DIM_Y as usize);
+    let (c, lane, col) = reduction_unit();
     let j = CUBE_POS_Y as usize;
     let mut acc = 0.0f32;
     if c < channels {
@@ -149,11 +144,7 @@ fn dwconv_weight_grad_kernel<F: Float>(
     partial[lane * width + col] = acc;
     sync_cube();
     if lane == 0 && c < channels {
-        let mut total = 0.0f32;
-        for l in 0..lanes {
-            total += partial[l * width + col];
-        }
-        gw[j * channels + c] = F::cast_from(total);
+        gw[j * channels + c] = F::cast_from(lane_sum(&partial, 0, col));
     }
 }
 
@@ -169,11 +160,8 @@ fn channel_stats_kernel<F: Float>(
 ) {
     let rows = x.shape(0);
     let channels = x.shape(1);
-    let width = CUBE_DIM_X as usize;
-    let lanes = CUBE_DIM_Y as usize;
-    let col = UNIT_POS_X as usize;
-    let lane = UNIT_POS_Y as usize;
-    let c = CUBE_POS_X as usize * width + col;
+    let (width, lanes) = (CUBE_DIM_X as usize, CUBE_DIM_Y as usize);
+    let (c, lane, col) = reduction_unit();
     let mut partial = SharedMemory::<f32>::new(units as usize);
 
     let mut sum = 0.0f32;
@@ -186,11 +174,7 @@ fn channel_stats_kernel<F: Float>(
     }
     partial[lane * width + col] = sum;
     sync_cube();
-    let mut total = 0.0f32;
-    for l in 0..lanes {
-        total += partial[l * width + col];
-    }
-    let mean = total / rows as f32;
+    let mean = lane_sum(&partial, 0, col) / rows as f32;
     sync_cube();
 
     let mut squares = 0.0f32;
@@ -205,12 +189,8 @@ fn channel_stats_kernel<F: Float>(
     partial[lane * width + col] = squares;
     sync_cube();
     if lane == 0 && c < channels {
-        let mut total_sq = 0.0f32;
-        for l in 0..lanes {
-            total_sq += partial[l * width + col];
-        }
         stats[c] = F::cast_from(mean);
-        stats[channels + c] = F::cast_from(total_sq / rows as f32);
+        stats[channels + c] = F::cast_from(lane_sum(&partial, 0, col) / rows as f32);
     }
 }
 
@@ -234,11 +214,8 @@ fn channel_norm_backward_kernel<F: Float>(
 ) {
     let rows = x.shape(0);
     let channels = x.shape(1);
-    let width = CUBE_DIM_X as usize;
-    let lanes = CUBE_DIM_Y as usize;
-    let col = UNIT_POS_X as usize;
-    let lane = UNIT_POS_Y as usize;
-    let c = CUBE_POS_X as usize * width + col;
+    let (width, lanes) = (CUBE_DIM_X as usize, CUBE_DIM_Y as usize);
+    let (c, lane, col) = reduction_unit();
     let half = width * lanes;
     let mut partial = SharedMemory::<f32>::new(2 * units as usize);
 
@@ -264,12 +241,8 @@ fn channel_norm_backward_kernel<F: Float>(
     partial[lane * width + col] = sum_g;
     partial[half + lane * width + col] = sum_gx;
     sync_cube();
-    let mut total_g = 0.0f32;
-    let mut total_gx = 0.0f32;
-    for l in 0..lanes {
-        total_g += partial[l * width + col];
-        total_gx += partial[half + l * width + col];
-    }
+    let total_g = lane_sum(&partial, 0, col);
+    let total_gx = lane_sum(&partial, half, col);
     if c < channels {
         let n = rows as f32;
         let mean_g = total_g / n;
@@ -525,13 +498,14 @@ pub(crate) fn causal_dwconv<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, _: &()) 
     let y = empty(&x, Shape::new(dims::<R, 3>(&x)));
     let (count, cube_dim) = elementwise(&y);
     let dtype = storage(y.dtype);
-    dwconv_kernel::launch::<R>(
+    dwconv_taps_kernel::launch::<R>(
         &y.client,
         count,
         cube_dim,
         x.into_tensor_arg(),
         w.into_tensor_arg(),
         y.clone().into_tensor_arg(),
+        false,
         REVISION,
         dtype,
     );
@@ -548,13 +522,14 @@ pub(crate) fn causal_dwconv_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>,
     let gx = empty(&x, Shape::new(dims::<R, 3>(&x)));
     let gw = empty(&x, Shape::new([taps, channels]));
     let (count, cube_dim) = elementwise(&gx);
-    dwconv_input_grad_kernel::launch::<R>(
+    dwconv_taps_kernel::launch::<R>(
         &gx.client,
         count,
         cube_dim,
-        w.into_tensor_arg(),
         g.clone().into_tensor_arg(),
+        w.into_tensor_arg(),
         gx.clone().into_tensor_arg(),
+        true,
         REVISION,
         dtype,
     );

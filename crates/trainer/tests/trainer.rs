@@ -989,7 +989,7 @@ fn a_training_step_on_wgpu_launches_a_bounded_number_of_kernels_and_waits_a_boun
     assert!(f("host_waits_per_step") <= MAX_HOST_WAITS_PER_STEP, "{r}");
     // The step runs SignFlow's CubeCL kernels (crates/cube), not their reference tensor ops.
     let names = r["kernels"].to_string();
-    for kernel in ["DwconvKernel", "DwconvWeightGradKernel", "ChannelStatsKernel", "ChannelNormBackwardKernel"] {
+    for kernel in ["DwconvTapsKernel", "DwconvWeightGradKernel", "ChannelStatsKernel", "ChannelNormBackwardKernel"] {
         assert!(names.contains(kernel), "{kernel} not launched: {r}");
     }
     for kernel in ["RunningStatsKernel", "AssembleKernel"] {
