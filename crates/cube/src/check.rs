@@ -108,6 +108,35 @@ fn self_test(device: &DispatchDevice, dtype: DType) -> Result<(), String> {
     (want[0], want[1], want[256]) = (1.0, 2.0, 3.0);
     expect("assemble", crate::assemble(&[(0, prim(&p1)), (256, prim(&p2))], 512), &want)?;
 
+    // ECA of ones over 2 samples x 4 frames x 40 channels, frame weights 1/4 and a zero 3-tap
+    // kernel: every gate is sigmoid(0) = 0.5, so y = 0.5. With a gradient of ones: dz = 4 x
+    // 0.25 = 1 per channel, dx = 0.5 (the zero kernel passes nothing back to the average) and
+    // dw[j] = 2 samples x the channels whose neighbour j - 1 exists: 78, 80, 78.
+    let x = tensor(vec![1.0; b * t * c], [b, t, c], device, dtype);
+    let weights = tensor(vec![0.25; b * t], [b, 1, t], device, dtype);
+    let w = tensor(vec![0.0; 3], [1, 1, 3], device, dtype);
+    expect("eca", crate::eca(&prim(&x), &prim(&weights), &prim(&w)), &vec![0.5; b * t * c])?;
+    let (gx, gw) = crate::eca_backward(&prim(&x), &prim(&weights), &prim(&w), &prim(&x)).unzip();
+    expect("eca input gradient", gx, &vec![0.5; b * t * c])?;
+    expect("eca kernel gradient", gw, &[78.0, 80.0, 78.0])?;
+
+    // Attention over 1 sample x 2 frames, 2 heads of 4: with qkv of ones every score is
+    // 4 / sqrt(4) = 2; weights of 0.5 over 2 frames give outputs of 1. With gradients of ones,
+    // the queries' and keys' gradients are 2 x 1 / 2 = 1 (values' 0); the weights' gradients 4,
+    // the values' 2 x 0.5 = 1 (queries' and keys' 0).
+    let (rows, width) = (2, 24);
+    let qkv = tensor(vec![1.0; rows * width], [rows, width], device, dtype);
+    expect("attention scores", crate::attention_scores(&prim(&qkv), 1, 2), &[2.0; 8])?;
+    let ones = tensor(vec![1.0; 8], [1, 2, 2, 2], device, dtype);
+    let parts = |q: f32, v: f32| (0..rows * width).map(|i| if i % width < 16 { q } else { v }).collect::<Vec<f32>>();
+    expect("attention scores gradient", crate::attention_scores_backward(&prim(&qkv), &prim(&ones)), &parts(1.0, 0.0))?;
+    let attn = tensor(vec![0.5; 8], [1, 2, 2, 2], device, dtype);
+    expect("attention values", crate::attention_values(&prim(&attn), &prim(&qkv)), &[1.0; 16])?;
+    let grad = tensor(vec![1.0; 16], [rows, 8], device, dtype);
+    let (ga, gqkv) = crate::attention_values_backward(&prim(&attn), &prim(&qkv), &prim(&grad)).unzip();
+    expect("attention weights gradient", ga, &[4.0; 8])?;
+    expect("attention values gradient", gqkv, &parts(0.0, 1.0))?;
+
     // A 2 x 3 view from element 256 of 512 counting 0..64 over and over (exact in bf16 too),
     // the end not at an alignment.
     let flat = tensor((0..512).map(|i| (i % 64) as f32).collect(), [512], device, dtype);

@@ -313,6 +313,522 @@ pub(crate) fn running_stats<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, weights:
     vec![new_mean, new_var]
 }
 
+/// Channels the ECA kernels hold per sample in shared memory at most (four f32 arrays of this
+/// many, 16 KiB: WebGPU's guaranteed shared memory per cube).
+pub(crate) const ECA_MAX_CHANNELS: usize = 1024;
+
+/// Shared memory the ECA backward kernel needs for `channels` channels, in bytes.
+pub(crate) fn eca_shared_bytes(channels: usize) -> usize {
+    4 * eca_capacity(channels) as usize * 4
+}
+
+/// The per-sample arrays' length in the ECA kernels: `channels` rounded up to a power of two
+/// (a compile-time size; one compiled kernel per power of two).
+fn eca_capacity(channels: usize) -> u32 {
+    channels.next_power_of_two().max(32) as u32
+}
+
+/// `sum_t weights[b, 0, t] * x[b, t, c]` for each channel `c` of sample `b` handled by this
+/// unit, into `pooled`; with `grad`, also `sum_t grad[b, t, c] * x[b, t, c]` into `dots`.
+#[cube]
+fn eca_pool<F: Float>(
+    x: &Tensor<F>,
+    weights: &Tensor<F>,
+    grad: &Tensor<F>,
+    pooled: &mut SharedMemory<f32>,
+    dots: &mut SharedMemory<f32>,
+    #[comptime] with_grad: bool,
+) {
+    let b = CUBE_POS_X as usize;
+    let (frames, channels) = (x.shape(1), x.shape(2));
+    let mut c = UNIT_POS_X as usize;
+    while c < channels {
+        let mut sum = 0.0f32;
+        let mut dot = 0.0f32;
+        for t in 0..frames {
+            let xv = f32::cast_from(x[b * x.stride(0) + t * x.stride(1) + c * x.stride(2)]);
+            sum += f32::cast_from(weights[b * weights.stride(0) + t * weights.stride(2)]) * xv;
+            if with_grad {
+                dot += f32::cast_from(grad[b * grad.stride(0) + t * grad.stride(1) + c * grad.stride(2)]) * xv;
+            }
+        }
+        pooled[c] = sum;
+        if with_grad {
+            dots[c] = dot;
+        }
+        c += CUBE_DIM_X as usize;
+    }
+}
+
+/// The ECA gate's pre-activation at channel `c`: the `K`-tap convolution of `pooled` over the
+/// channel axis, zero-padded by `K / 2` on both sides (`sum_j w[j] * pooled[c + j - K / 2]`).
+#[cube]
+fn eca_conv<F: Float>(pooled: &SharedMemory<f32>, w: &Tensor<F>, c: usize, channels: usize) -> f32 {
+    let taps = w.shape(2);
+    let pad = taps / 2;
+    let mut z = 0.0f32;
+    for j in 0..taps {
+        let at = c + j;
+        if at >= pad && at - pad < channels {
+            z += f32::cast_from(w[j * w.stride(2)]) * pooled[at - pad];
+        }
+    }
+    z
+}
+
+#[cube]
+fn sigmoid(z: f32) -> f32 {
+    1.0f32 / (1.0f32 + f32::exp(0.0f32 - z))
+}
+
+/// Efficient channel attention for `x [B, T, C]`, one cube per sample: the masked time average
+/// (`weights [B, 1, T]`, 1 / count on valid frames), its `K`-tap convolution over channels
+/// (`w [1, 1, K]`), a sigmoid gate, and `y = x * gate`.
+#[cube(launch)]
+fn eca_kernel<F: Float>(
+    x: &Tensor<F>,
+    weights: &Tensor<F>,
+    w: &Tensor<F>,
+    y: &mut Tensor<F>,
+    #[comptime] capacity: u32,
+    #[comptime] _revision: u64,
+    #[define(F)] _dtype: StorageType,
+) {
+    let b = CUBE_POS_X as usize;
+    let (frames, channels) = (x.shape(1), x.shape(2));
+    let units = CUBE_DIM_X as usize;
+    let mut pooled = SharedMemory::<f32>::new(capacity as usize);
+    let mut gate = SharedMemory::<f32>::new(capacity as usize);
+    eca_pool::<F>(x, weights, x, &mut pooled, &mut gate, false);
+    sync_cube();
+    let mut c = UNIT_POS_X as usize;
+    while c < channels {
+        gate[c] = sigmoid(eca_conv::<F>(&pooled, w, c, channels));
+        c += units;
+    }
+    sync_cube();
+    let n = frames * channels;
+    let mut i = UNIT_POS_X as usize;
+    while i < n {
+        let (t, ch) = (i / channels, i % channels);
+        let xv = f32::cast_from(x[b * x.stride(0) + t * x.stride(1) + ch * x.stride(2)]);
+        y[b * n + i] = F::cast_from(xv * gate[ch]);
+        i += units;
+    }
+}
+
+/// Gradients of [`eca_kernel`] for one sample per cube: `gx = grad * gate + weights * dpooled`,
+/// where `dz = sum_t(grad * x) * gate * (1 - gate)` goes back through the channel convolution to
+/// `dpooled`; the sample's share of the kernel's gradient, `sum_c dz[c] * pooled[c + j - K / 2]`,
+/// into row `b` of `gw_parts [B, K]`.
+#[cube(launch)]
+#[allow(clippy::too_many_arguments)]
+fn eca_backward_kernel<F: Float>(
+    x: &Tensor<F>,
+    weights: &Tensor<F>,
+    w: &Tensor<F>,
+    grad: &Tensor<F>,
+    gx: &mut Tensor<F>,
+    gw_parts: &mut Tensor<f32>,
+    #[comptime] capacity: u32,
+    #[comptime] _revision: u64,
+    #[define(F)] _dtype: StorageType,
+) {
+    let b = CUBE_POS_X as usize;
+    let (frames, channels) = (x.shape(1), x.shape(2));
+    let taps = w.shape(2);
+    let pad = taps / 2;
+    let units = CUBE_DIM_X as usize;
+    let u = UNIT_POS_X as usize;
+    let mut pooled = SharedMemory::<f32>::new(capacity as usize);
+    let mut dz = SharedMemory::<f32>::new(capacity as usize);
+    let mut gate = SharedMemory::<f32>::new(capacity as usize);
+    let mut dpooled = SharedMemory::<f32>::new(capacity as usize);
+    eca_pool::<F>(x, weights, grad, &mut pooled, &mut dz, true);
+    sync_cube();
+    let mut c = u;
+    while c < channels {
+        let s = sigmoid(eca_conv::<F>(&pooled, w, c, channels));
+        gate[c] = s;
+        dz[c] = dz[c] * s * (1.0f32 - s);
+        c += units;
+    }
+    sync_cube();
+    c = u;
+    while c < channels {
+        // The transposed convolution: sum_j w[j] * dz[c - j + K / 2].
+        let mut acc = 0.0f32;
+        for j in 0..taps {
+            let at = c + pad;
+            if at >= j && at - j < channels {
+                acc += f32::cast_from(w[j * w.stride(2)]) * dz[at - j];
+            }
+        }
+        dpooled[c] = acc;
+        c += units;
+    }
+    if u < taps {
+        let mut acc = 0.0f32;
+        for k in 0..channels {
+            let at = k + u;
+            if at >= pad && at - pad < channels {
+                acc += dz[k] * pooled[at - pad];
+            }
+        }
+        gw_parts[b * taps + u] = acc;
+    }
+    sync_cube();
+    let n = frames * channels;
+    let mut i = u;
+    while i < n {
+        let (t, ch) = (i / channels, i % channels);
+        let g = f32::cast_from(grad[b * grad.stride(0) + t * grad.stride(1) + ch * grad.stride(2)]);
+        let m = f32::cast_from(weights[b * weights.stride(0) + t * weights.stride(2)]);
+        gx[b * n + i] = F::cast_from(g * gate[ch] + m * dpooled[ch]);
+        i += units;
+    }
+}
+
+/// `out[k] = sum_b parts[b, k]` (the samples' shares of the ECA kernel's gradient).
+#[cube(launch)]
+fn sum_rows_kernel<F: Float>(
+    parts: &Tensor<f32>,
+    out: &mut Tensor<F>,
+    #[comptime] _revision: u64,
+    #[define(F)] _dtype: StorageType,
+) {
+    let (rows, cols) = (parts.shape(0), parts.shape(1));
+    let k = ABSOLUTE_POS;
+    if k >= cols {
+        terminate!();
+    }
+    let mut acc = 0.0f32;
+    for r in 0..rows {
+        acc += parts[r * cols + k];
+    }
+    out[k] = F::cast_from(acc);
+}
+
+/// Units per cube of the per-sample ECA kernels: 256 (WebGPU's limit), fewer where a cube holds
+/// fewer.
+fn per_sample<R: CubeRuntime>(client: &cubecl::client::ComputeClient<R>, samples: usize) -> (CubeCount, CubeDim) {
+    let units = client.properties().hardware.max_units_per_cube.min(256);
+    (CubeCount::Static(samples as u32, 1, 1), CubeDim::new_1d(units))
+}
+
+/// ECA: `x [B, T, C]`, `weights [B, 1, T]`, `w [1, 1, K]` -> `[B, T, C]`.
+pub(crate) fn eca<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, _: &()) -> Vec<CubeTensor<R>> {
+    let [x, weights, w] = take(inputs);
+    let [b, t, c] = dims::<R, 3>(&x);
+    let y = empty(&x, Shape::new([b, t, c]));
+    let (count, cube_dim) = per_sample(&y.client, b);
+    let dtype = storage(y.dtype);
+    eca_kernel::launch::<R>(
+        &y.client,
+        count,
+        cube_dim,
+        x.into_tensor_arg(),
+        weights.into_tensor_arg(),
+        w.into_tensor_arg(),
+        y.clone().into_tensor_arg(),
+        eca_capacity(c),
+        REVISION,
+        dtype,
+    );
+    vec![y]
+}
+
+/// Gradients of [`eca`] with respect to `x` and `w`, from `x`, `weights`, `w` and the output
+/// gradient: two launches (the per-sample kernel, then the sum of the samples' kernel gradients).
+pub(crate) fn eca_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, _: &()) -> Vec<CubeTensor<R>> {
+    let [x, weights, w, g] = take(inputs);
+    let [b, t, c] = dims::<R, 3>(&x);
+    let taps = dims::<R, 3>(&w)[2];
+    let dtype = storage(x.dtype);
+    let gx = empty(&x, Shape::new([b, t, c]));
+    let parts = empty_device_contiguous_dtype(x.client.clone(), x.device.clone(), Shape::new([b, taps]), DType::F32);
+    let gw = empty(&x, Shape::new([1, 1, taps]));
+    let (count, cube_dim) = per_sample(&gx.client, b);
+    eca_backward_kernel::launch::<R>(
+        &gx.client,
+        count,
+        cube_dim,
+        x.into_tensor_arg(),
+        weights.into_tensor_arg(),
+        w.into_tensor_arg(),
+        g.into_tensor_arg(),
+        gx.clone().into_tensor_arg(),
+        parts.clone().into_tensor_arg(),
+        eca_capacity(c),
+        REVISION,
+        dtype,
+    );
+    let (count, cube_dim) = units_for(&gw.client, taps);
+    sum_rows_kernel::launch::<R>(
+        &gw.client,
+        count,
+        cube_dim,
+        parts.into_tensor_arg(),
+        gw.clone().into_tensor_arg(),
+        REVISION,
+        dtype,
+    );
+    vec![gx, gw]
+}
+
+/// Attention scores from the fused projection `qkv [B * T, 3 D]` (columns: queries, keys,
+/// values, each `heads` blocks of `D / heads`): `scores [B, H, T, T]`, `scores[b, h, i, j] =
+/// scale * sum_d q[b T + i, h hd + d] * k[b T + j, h hd + d]`; one unit per score.
+#[cube(launch)]
+fn attention_scores_kernel<F: Float>(
+    qkv: &Tensor<F>,
+    scores: &mut Tensor<F>,
+    scale: f32,
+    #[comptime] _revision: u64,
+    #[define(F)] _dtype: StorageType,
+) {
+    if ABSOLUTE_POS >= scores.len() {
+        terminate!();
+    }
+    let (heads, frames) = (scores.shape(1), scores.shape(2));
+    let dim = qkv.shape(1) / 3;
+    let hd = dim / heads;
+    let j = ABSOLUTE_POS % frames;
+    let i = (ABSOLUTE_POS / frames) % frames;
+    let h = (ABSOLUTE_POS / (frames * frames)) % heads;
+    let b = ABSOLUTE_POS / (frames * frames * heads);
+    let (rs, cs) = (qkv.stride(0), qkv.stride(1));
+    let q0 = (b * frames + i) * rs + h * hd * cs;
+    let k0 = (b * frames + j) * rs + (dim + h * hd) * cs;
+    let mut acc = 0.0f32;
+    for d in 0..hd {
+        acc += f32::cast_from(qkv[q0 + d * cs]) * f32::cast_from(qkv[k0 + d * cs]);
+    }
+    scores[ABSOLUTE_POS] = F::cast_from(acc * scale);
+}
+
+/// Gradient of [`attention_scores_kernel`] with respect to `qkv`, from the scores' gradient
+/// `grad [B, H, T, T]`: `scale * grad k` in the query columns, `scale * grad^T q` in the key
+/// columns, zeros in the value columns; one unit per element of `out [B * T, 3 D]`.
+#[cube(launch)]
+fn attention_scores_backward_kernel<F: Float>(
+    qkv: &Tensor<F>,
+    grad: &Tensor<F>,
+    out: &mut Tensor<F>,
+    scale: f32,
+    #[comptime] _revision: u64,
+    #[define(F)] _dtype: StorageType,
+) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    let width = out.shape(1);
+    let dim = width / 3;
+    let (heads, frames) = (grad.shape(1), grad.shape(2));
+    let hd = dim / heads;
+    let col = ABSOLUTE_POS % width;
+    let row = ABSOLUTE_POS / width;
+    let (b, t) = (row / frames, row % frames);
+    let (rs, cs) = (qkv.stride(0), qkv.stride(1));
+    let mut acc = 0.0f32;
+    if col < 2 * dim {
+        let within = col % dim;
+        let h = within / hd;
+        // Queries pair with the keys (grad's rows are this frame), keys with the queries
+        // (grad's columns are).
+        let mut other = dim + within;
+        let mut along = grad.stride(3);
+        let mut at = b * grad.stride(0) + h * grad.stride(1) + t * grad.stride(2);
+        if col >= dim {
+            other = within;
+            along = grad.stride(2);
+            at = b * grad.stride(0) + h * grad.stride(1) + t * grad.stride(3);
+        }
+        for s in 0..frames {
+            acc += f32::cast_from(grad[at + s * along]) * f32::cast_from(qkv[(b * frames + s) * rs + other * cs]);
+        }
+        acc *= scale;
+    }
+    out[ABSOLUTE_POS] = F::cast_from(acc);
+}
+
+/// Attention output with the heads merged: `out [B * T, D]`, `out[b T + i, h hd + d] = sum_j
+/// attn[b, h, i, j] * v[b T + j, h hd + d]`, the values read from `qkv [B * T, 3 D]`.
+#[cube(launch)]
+fn attention_values_kernel<F: Float>(
+    attn: &Tensor<F>,
+    qkv: &Tensor<F>,
+    out: &mut Tensor<F>,
+    #[comptime] _revision: u64,
+    #[define(F)] _dtype: StorageType,
+) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    let dim = out.shape(1);
+    let (heads, frames) = (attn.shape(1), attn.shape(2));
+    let hd = dim / heads;
+    let col = ABSOLUTE_POS % dim;
+    let row = ABSOLUTE_POS / dim;
+    let (b, i, h) = (row / frames, row % frames, col / hd);
+    let (rs, cs) = (qkv.stride(0), qkv.stride(1));
+    let a0 = b * attn.stride(0) + h * attn.stride(1) + i * attn.stride(2);
+    let mut acc = 0.0f32;
+    for j in 0..frames {
+        acc += f32::cast_from(attn[a0 + j * attn.stride(3)])
+            * f32::cast_from(qkv[(b * frames + j) * rs + (2 * dim + col) * cs]);
+    }
+    out[ABSOLUTE_POS] = F::cast_from(acc);
+}
+
+/// Gradients of [`attention_values_kernel`] from the output gradient `grad [B * T, D]`:
+/// `gattn[b, h, i, j] = sum_d grad[b T + i, h hd + d] * v[b T + j, h hd + d]`, and `gqkv
+/// [B * T, 3 D]` with `sum_i attn[b, h, i, j] * grad[b T + i, h hd + d]` in the value columns,
+/// zeros in the others. One unit per element of the larger output, writing both.
+#[cube(launch)]
+fn attention_values_backward_kernel<F: Float>(
+    attn: &Tensor<F>,
+    qkv: &Tensor<F>,
+    grad: &Tensor<F>,
+    gattn: &mut Tensor<F>,
+    gqkv: &mut Tensor<F>,
+    #[comptime] _revision: u64,
+    #[define(F)] _dtype: StorageType,
+) {
+    let dim = grad.shape(1);
+    let (heads, frames) = (attn.shape(1), attn.shape(2));
+    let hd = dim / heads;
+    let (rs, cs) = (qkv.stride(0), qkv.stride(1));
+    let (g0, g1) = (grad.stride(0), grad.stride(1));
+    if ABSOLUTE_POS < gattn.len() {
+        let j = ABSOLUTE_POS % frames;
+        let i = (ABSOLUTE_POS / frames) % frames;
+        let h = (ABSOLUTE_POS / (frames * frames)) % heads;
+        let b = ABSOLUTE_POS / (frames * frames * heads);
+        let mut acc = 0.0f32;
+        for d in 0..hd {
+            let c = h * hd + d;
+            acc += f32::cast_from(grad[(b * frames + i) * g0 + c * g1])
+                * f32::cast_from(qkv[(b * frames + j) * rs + (2 * dim + c) * cs]);
+        }
+        gattn[ABSOLUTE_POS] = F::cast_from(acc);
+    }
+    if ABSOLUTE_POS < gqkv.len() {
+        let width = 3 * dim;
+        let col = ABSOLUTE_POS % width;
+        let row = ABSOLUTE_POS / width;
+        let (b, j) = (row / frames, row % frames);
+        let mut acc = 0.0f32;
+        if col >= 2 * dim {
+            let c = col - 2 * dim;
+            let h = c / hd;
+            let a0 = b * attn.stride(0) + h * attn.stride(1) + j * attn.stride(3);
+            for i in 0..frames {
+                acc += f32::cast_from(attn[a0 + i * attn.stride(2)])
+                    * f32::cast_from(grad[(b * frames + i) * g0 + c * g1]);
+            }
+        }
+        gqkv[ABSOLUTE_POS] = F::cast_from(acc);
+    }
+}
+
+/// How [`attention_scores`] splits its input: samples, heads and the scale of the scores.
+#[derive(Clone, Debug)]
+pub(crate) struct Heads {
+    /// Samples in the batch (`B`; the input has `B * T` rows).
+    pub batch: usize,
+    /// Attention heads.
+    pub heads: usize,
+    /// The factor on every score (`1 / sqrt(head_dim)`).
+    pub scale: f32,
+}
+
+/// Attention scores `[B, H, T, T]` from the fused projection `qkv [B * T, 3 D]`.
+pub(crate) fn attention_scores<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, split: &Heads) -> Vec<CubeTensor<R>> {
+    let [qkv] = take(inputs);
+    let [rows, _] = dims::<R, 2>(&qkv);
+    let frames = rows / split.batch;
+    let scores = empty(&qkv, Shape::new([split.batch, split.heads, frames, frames]));
+    let (count, cube_dim) = units_for(&scores.client, scores.meta.shape().num_elements());
+    let dtype = storage(qkv.dtype);
+    attention_scores_kernel::launch::<R>(
+        &scores.client,
+        count,
+        cube_dim,
+        qkv.into_tensor_arg(),
+        scores.clone().into_tensor_arg(),
+        split.scale,
+        REVISION,
+        dtype,
+    );
+    vec![scores]
+}
+
+/// Gradient of [`attention_scores`] with respect to `qkv`, from `qkv` and the scores' gradient.
+pub(crate) fn attention_scores_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, scale: &f32) -> Vec<CubeTensor<R>> {
+    let [qkv, grad] = take(inputs);
+    let out = empty(&qkv, Shape::new(dims::<R, 2>(&qkv)));
+    let (count, cube_dim) = units_for(&out.client, out.meta.shape().num_elements());
+    let dtype = storage(qkv.dtype);
+    attention_scores_backward_kernel::launch::<R>(
+        &out.client,
+        count,
+        cube_dim,
+        qkv.into_tensor_arg(),
+        grad.into_tensor_arg(),
+        out.clone().into_tensor_arg(),
+        *scale,
+        REVISION,
+        dtype,
+    );
+    vec![out]
+}
+
+/// The attention output `[B * T, D]` (heads merged) from the weights `attn [B, H, T, T]` and
+/// the values in `qkv [B * T, 3 D]`.
+pub(crate) fn attention_values<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, _: &()) -> Vec<CubeTensor<R>> {
+    let [attn, qkv] = take(inputs);
+    let [rows, width] = dims::<R, 2>(&qkv);
+    let out = empty(&qkv, Shape::new([rows, width / 3]));
+    let (count, cube_dim) = units_for(&out.client, rows * (width / 3));
+    let dtype = storage(qkv.dtype);
+    attention_values_kernel::launch::<R>(
+        &out.client,
+        count,
+        cube_dim,
+        attn.into_tensor_arg(),
+        qkv.into_tensor_arg(),
+        out.clone().into_tensor_arg(),
+        REVISION,
+        dtype,
+    );
+    vec![out]
+}
+
+/// Gradients of [`attention_values`] with respect to `attn` and `qkv`, from both and the output
+/// gradient.
+pub(crate) fn attention_values_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, _: &()) -> Vec<CubeTensor<R>> {
+    let [attn, qkv, grad] = take(inputs);
+    let gattn = empty(&qkv, Shape::new(dims::<R, 4>(&attn)));
+    let gqkv = empty(&qkv, Shape::new(dims::<R, 2>(&qkv)));
+    let n = gattn.meta.shape().num_elements().max(gqkv.meta.shape().num_elements());
+    let (count, cube_dim) = units_for(&gqkv.client, n);
+    let dtype = storage(qkv.dtype);
+    attention_values_backward_kernel::launch::<R>(
+        &gqkv.client,
+        count,
+        cube_dim,
+        attn.into_tensor_arg(),
+        qkv.into_tensor_arg(),
+        grad.into_tensor_arg(),
+        gattn.clone().into_tensor_arg(),
+        gqkv.clone().into_tensor_arg(),
+        REVISION,
+        dtype,
+    );
+    vec![gattn, gqkv]
+}
+
 /// Where [`view`] cuts its tensor: the first element and the shape.
 #[derive(Clone, Debug)]
 pub(crate) struct Window {
@@ -471,9 +987,13 @@ fn dims<R: CubeRuntime, const D: usize>(t: &CubeTensor<R>) -> [usize; D] {
 
 /// One unit per output element.
 fn elementwise<R: CubeRuntime>(out: &CubeTensor<R>) -> (CubeCount, CubeDim) {
-    let n = dims::<R, 3>(out).iter().product();
-    let cube_dim = CubeDim::new(&out.client, n);
-    (calculate_cube_count_elemwise(&out.client, n, cube_dim), cube_dim)
+    units_for(&out.client, dims::<R, 3>(out).iter().product())
+}
+
+/// One unit per element of `n`.
+fn units_for<R: CubeRuntime>(client: &cubecl::client::ComputeClient<R>, n: usize) -> (CubeCount, CubeDim) {
+    let cube_dim = CubeDim::new(client, n);
+    (calculate_cube_count_elemwise(client, n, cube_dim), cube_dim)
 }
 
 /// `CHANNEL_LANES x lanes` units per cube, one cube per block of channels (times `taps`), and

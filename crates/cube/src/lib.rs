@@ -47,12 +47,30 @@ pub fn enabled() -> bool {
     })
 }
 
+/// Whether the kernels run on `x`'s device in its dtype: a float tensor of a CubeCL device that
+/// can run them and where they passed their self-test. Layers with a formulation built on the
+/// kernels ask this before taking it (an op may still decline its own shapes and give `None`).
+pub fn available(x: &DispatchTensor) -> bool {
+    if !enabled() {
+        return false;
+    }
+    let device = <burn::Dispatch as burn::tensor::ops::FloatTensorOps<burn::Dispatch>>::float_device(x);
+    let dtype = x.dtype();
+    let props_ok = match x.kind() {
+        DispatchTensorKind::Wgpu(BackendTensor::Float(t)) => device_runs::<cubecl::wgpu::WgpuRuntime>(t, dtype),
+        DispatchTensorKind::Cuda(BackendTensor::Float(t)) => device_runs::<cubecl::cuda::CudaRuntime>(t, dtype),
+        _ => false,
+    };
+    props_ok && check::verdict(&device, dtype).is_ok()
+}
+
 /// Causal depthwise convolution, `x [B, T, C]` and `w [K, C]` -> `[B, T, C]` (see
 /// `models::kernels::Kernels::causal_dwconv`).
 pub fn causal_dwconv(x: &DispatchTensor, w: &DispatchTensor) -> Option<DispatchTensor> {
     let op = Op {
         name: "causal_dwconv",
         bindings: 3,
+        shared: 0,
         launch: Launchers::of(kernels::causal_dwconv, kernels::causal_dwconv),
     };
     let [y] = op.run(&[x, w], vec![x.shape()], ())?;
@@ -66,7 +84,7 @@ pub fn causal_dwconv_backward(
     grad: &DispatchTensor,
 ) -> Option<(DispatchTensor, DispatchTensor)> {
     let launch = Launchers::of(kernels::causal_dwconv_backward, kernels::causal_dwconv_backward);
-    let op = Op { name: "causal_dwconv_backward", bindings: 3, launch };
+    let op = Op { name: "causal_dwconv_backward", bindings: 3, shared: 0, launch };
     let [gx, gw] = op.run(&[x, w, grad], vec![x.shape(), w.shape()], ())?;
     Some((gx, gw))
 }
@@ -76,6 +94,7 @@ pub fn channel_stats(x: &DispatchTensor) -> Option<DispatchTensor> {
     let op = Op {
         name: "channel_stats",
         bindings: 2,
+        shared: 0,
         launch: Launchers::of(kernels::channel_stats, kernels::channel_stats),
     };
     let [stats] = op.run(&[x], vec![Shape::new([2, x.shape()[1]])], ())?;
@@ -95,7 +114,7 @@ pub fn channel_norm_backward(
     let channels = x.shape()[1];
     let shapes = vec![x.shape(), Shape::new([channels]), Shape::new([channels])];
     let launch = Launchers::of(kernels::channel_norm_backward, kernels::channel_norm_backward);
-    let op = Op { name: "channel_norm_backward", bindings: 7, launch };
+    let op = Op { name: "channel_norm_backward", bindings: 7, shared: 0, launch };
     let [gx, gg, gb] = op.run(&[x, stats, gamma, grad], shapes, eps as f32)?;
     Some((gx, gg, gb))
 }
@@ -110,10 +129,124 @@ pub fn running_stats(
 ) -> Option<(DispatchTensor, DispatchTensor)> {
     let channels = mean.shape()[0];
     let launch = Launchers::of(kernels::running_stats, kernels::running_stats);
-    let op = Op { name: "running_stats", bindings: 5, launch };
+    let op = Op { name: "running_stats", bindings: 5, shared: 0, launch };
     let weights = [(1.0 - momentum) as f32, momentum as f32];
     let [m, v] = op.run(&[stats, mean, var], vec![Shape::new([channels]), Shape::new([channels])], weights)?;
     Some((m, v))
+}
+
+/// Efficient channel attention of `x [B, T, C]` (see `models::common::Eca`): the time average
+/// with `weights [B, 1, T]`, its convolution over channels with `w [1, 1, K]` (`K` odd, zero
+/// padding `K / 2`), a sigmoid gate per (sample, channel), and `x * gate`. `None` beyond
+/// [`kernels::ECA_MAX_CHANNELS`] channels.
+pub fn eca(x: &DispatchTensor, weights: &DispatchTensor, w: &DispatchTensor) -> Option<DispatchTensor> {
+    let shared = eca_shapes(x, weights, w)?;
+    let op = Op { name: "eca", bindings: 4, shared, launch: Launchers::of(kernels::eca, kernels::eca) };
+    let [y] = op.run(&[x, weights, w], vec![x.shape()], ())?;
+    Some(y)
+}
+
+/// Gradients of [`eca`] with respect to `x` and `w`.
+pub fn eca_backward(
+    x: &DispatchTensor,
+    weights: &DispatchTensor,
+    w: &DispatchTensor,
+    grad: &DispatchTensor,
+) -> Option<(DispatchTensor, DispatchTensor)> {
+    let shared = eca_shapes(x, weights, w)?;
+    if grad.shape() != x.shape() {
+        return None;
+    }
+    let launch = Launchers::of(kernels::eca_backward, kernels::eca_backward);
+    let op = Op { name: "eca_backward", bindings: 6, shared, launch };
+    let [gx, gw] = op.run(&[x, weights, w, grad], vec![x.shape(), w.shape()], ())?;
+    Some((gx, gw))
+}
+
+/// The shared memory the ECA kernels need for these inputs, if their shapes are ECA's.
+fn eca_shapes(x: &DispatchTensor, weights: &DispatchTensor, w: &DispatchTensor) -> Option<usize> {
+    let (xs, ms, ws) = (x.shape(), weights.shape(), w.shape());
+    let ok = xs.num_dims() == 3
+        && ms.num_dims() == 3
+        && ws.num_dims() == 3
+        && (ms[0], ms[1], ms[2]) == (xs[0], 1, xs[1])
+        && (ws[0], ws[1]) == (1, 1)
+        && ws[2] % 2 == 1
+        && xs[2] <= kernels::ECA_MAX_CHANNELS;
+    ok.then(|| kernels::eca_shared_bytes(xs[2]))
+}
+
+/// Attention scores `[B, H, T, T]` from the fused projection `qkv [B * T, 3 D]` (queries, keys
+/// and values side by side, each `heads` blocks of `D / heads` columns), scaled by
+/// `1 / sqrt(D / heads)`.
+pub fn attention_scores(qkv: &DispatchTensor, batch: usize, heads: usize) -> Option<DispatchTensor> {
+    let [rows, width] = qkv_shape(qkv)?;
+    let dim = width / 3;
+    if batch == 0 || heads == 0 || rows % batch != 0 || dim % heads != 0 {
+        return None;
+    }
+    let frames = rows / batch;
+    let split = kernels::Heads { batch, heads, scale: (1.0 / ((dim / heads) as f64).sqrt()) as f32 };
+    let launch = Launchers::of(kernels::attention_scores, kernels::attention_scores);
+    let op = Op { name: "attention_scores", bindings: 2, shared: 0, launch };
+    let [scores] = op.run(&[qkv], vec![Shape::new([batch, heads, frames, frames])], split)?;
+    Some(scores)
+}
+
+/// Gradient of [`attention_scores`] with respect to `qkv`, from the scores' gradient `grad [B,
+/// H, T, T]`: `[B * T, 3 D]`, zero in the value columns.
+pub fn attention_scores_backward(qkv: &DispatchTensor, grad: &DispatchTensor) -> Option<DispatchTensor> {
+    let [rows, width] = qkv_shape(qkv)?;
+    let g = grad.shape();
+    if g.num_dims() != 4 || g[0] * g[2] != rows || g[2] != g[3] || g[1] == 0 || (width / 3) % g[1] != 0 {
+        return None;
+    }
+    let scale = (1.0 / ((width / 3 / g[1]) as f64).sqrt()) as f32;
+    let launch = Launchers::of(kernels::attention_scores_backward, kernels::attention_scores_backward);
+    let op = Op { name: "attention_scores_backward", bindings: 3, shared: 0, launch };
+    let [out] = op.run(&[qkv, grad], vec![qkv.shape()], scale)?;
+    Some(out)
+}
+
+/// The attention output `[B * T, D]`, heads merged: the weights `attn [B, H, T, T]` applied to
+/// the values in `qkv [B * T, 3 D]`.
+pub fn attention_values(attn: &DispatchTensor, qkv: &DispatchTensor) -> Option<DispatchTensor> {
+    let [rows, width] = values_shapes(attn, qkv)?;
+    let launch = Launchers::of(kernels::attention_values, kernels::attention_values);
+    let op = Op { name: "attention_values", bindings: 3, shared: 0, launch };
+    let [out] = op.run(&[attn, qkv], vec![Shape::new([rows, width / 3])], ())?;
+    Some(out)
+}
+
+/// Gradients of [`attention_values`] with respect to `attn` and `qkv` (zero outside the value
+/// columns), from the output gradient `grad [B * T, D]`.
+pub fn attention_values_backward(
+    attn: &DispatchTensor,
+    qkv: &DispatchTensor,
+    grad: &DispatchTensor,
+) -> Option<(DispatchTensor, DispatchTensor)> {
+    let [rows, width] = values_shapes(attn, qkv)?;
+    if grad.shape().dims::<2>() != [rows, width / 3] {
+        return None;
+    }
+    let launch = Launchers::of(kernels::attention_values_backward, kernels::attention_values_backward);
+    let op = Op { name: "attention_values_backward", bindings: 6, shared: 0, launch };
+    let [gattn, gqkv] = op.run(&[attn, qkv, grad], vec![attn.shape(), qkv.shape()], ())?;
+    Some((gattn, gqkv))
+}
+
+/// `[rows, 3 D]` of a fused projection.
+fn qkv_shape(qkv: &DispatchTensor) -> Option<[usize; 2]> {
+    let s = qkv.shape();
+    (s.num_dims() == 2 && s[1] % 3 == 0 && s[1] > 0).then(|| [s[0], s[1]])
+}
+
+/// `qkv`'s `[rows, 3 D]` when `attn [B, H, T, T]` matches it.
+fn values_shapes(attn: &DispatchTensor, qkv: &DispatchTensor) -> Option<[usize; 2]> {
+    let [rows, width] = qkv_shape(qkv)?;
+    let a = attn.shape();
+    let ok = a.num_dims() == 4 && a[0] * a[2] == rows && a[2] == a[3] && a[1] > 0 && (width / 3) % a[1] == 0;
+    ok.then_some([rows, width])
 }
 
 /// `shape` elements of the 1-D tensor `flat` from `start`, as a view of its memory where the
@@ -125,7 +258,7 @@ pub fn view(flat: &DispatchTensor, start: usize, shape: Shape) -> Option<Dispatc
     if len.num_dims() != 1 || start + shape.num_elements() > len[0] {
         return None;
     }
-    let op = Op { name: "view", bindings: 0, launch: Launchers::of(kernels::view, kernels::view) };
+    let op = Op { name: "view", bindings: 0, shared: 0, launch: Launchers::of(kernels::view, kernels::view) };
     let [v] = op.run(&[flat], vec![shape.clone()], kernels::Window { start, shape })?;
     Some(v)
 }
@@ -142,7 +275,7 @@ pub fn assemble(parts: &[(usize, DispatchTensor)], len: usize) -> Option<Dispatc
     let layout = kernels::Layout { offsets: parts.iter().map(|(at, _)| *at).collect(), len };
     let tensors: Vec<&DispatchTensor> = parts.iter().map(|(_, t)| t).collect();
     let bindings = kernels::GROUP as u32 + 1;
-    let op = Op { name: "assemble", bindings, launch: Launchers::of(kernels::assemble, kernels::assemble) };
+    let op = Op { name: "assemble", bindings, shared: 0, launch: Launchers::of(kernels::assemble, kernels::assemble) };
     let [flat] = op.run(&tensors, vec![Shape::new([len])], layout)?;
     Some(flat)
 }
@@ -152,6 +285,8 @@ pub fn assemble(parts: &[(usize, DispatchTensor)], len: usize) -> Option<Dispatc
 struct Op<P> {
     name: &'static str,
     bindings: u32,
+    /// Shared memory per cube its kernels need beyond [`kernels::MIN_SHARED_BYTES`], in bytes.
+    shared: usize,
     launch: Launchers<P>,
 }
 
@@ -217,7 +352,7 @@ impl<P: fusion::Params> Op<P> {
         dtype: DType,
     ) -> Option<Vec<FusionTensor<FusionCubeRuntime<R>>>> {
         let client = R::client(inputs[0].client.device());
-        if let Err(why) = runnable(client.properties(), dtype, self.bindings) {
+        if let Err(why) = runnable(client.properties(), dtype, self.bindings, self.shared) {
             warn_once(self.name, &why);
             return None;
         }
@@ -242,7 +377,7 @@ fn fusion_inputs<R: CubeRuntime>(
 
 /// Whether a device with `props` can run a kernel on `dtype` that binds `bindings` storage
 /// buffers; the reason when it cannot.
-fn runnable(props: &cubecl::ir::DeviceProperties, dtype: DType, bindings: u32) -> Result<(), String> {
+fn runnable(props: &cubecl::ir::DeviceProperties, dtype: DType, bindings: u32, shared: usize) -> Result<(), String> {
     if !matches!(dtype, DType::F32 | DType::F16 | DType::BF16) {
         return Err(format!("no kernel for {dtype:?} tensors"));
     }
@@ -258,11 +393,11 @@ fn runnable(props: &cubecl::ir::DeviceProperties, dtype: DType, bindings: u32) -
             kernels::MIN_UNITS_PER_CUBE
         ));
     }
-    if hw.max_shared_memory_size < kernels::MIN_SHARED_BYTES {
+    let need = kernels::MIN_SHARED_BYTES.max(shared);
+    if hw.max_shared_memory_size < need {
         return Err(format!(
-            "the device has {} bytes of shared memory per cube, the kernels need {}",
-            hw.max_shared_memory_size,
-            kernels::MIN_SHARED_BYTES
+            "the device has {} bytes of shared memory per cube, the kernel needs {need}",
+            hw.max_shared_memory_size
         ));
     }
     // One more for the metadata (shapes and strides) cubecl binds beside the tensors.
@@ -274,6 +409,11 @@ fn runnable(props: &cubecl::ir::DeviceProperties, dtype: DType, bindings: u32) -
         ));
     }
     Ok(())
+}
+
+/// Whether `t`'s device can run the kernels on `dtype` at all (the per-op needs aside).
+fn device_runs<R: CubeRuntime>(t: &FusionTensor<FusionCubeRuntime<R>>, dtype: DType) -> bool {
+    runnable(R::client(t.client.device()).properties(), dtype, 0, 0).is_ok()
 }
 
 /// Prints "warning: ..." the first time `op` cannot run for `why`.

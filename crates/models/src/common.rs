@@ -208,6 +208,9 @@ impl<B: Kernels> Eca<B> {
     /// # Shapes
     /// - x: `[batch, time, channels]` -> `[batch, time, channels]`
     pub fn forward(&self, x: Tensor<B, 3>, mask: &FrameMask<B>) -> Tensor<B, 3> {
+        if crate::kernels::ops::fused_kernels(&x) {
+            return crate::kernels::ops::eca(x, mask.mean_weights.clone(), self.conv.weight.val());
+        }
         let [b, _, c] = x.dims();
         let pooled = mask.mean(x.clone()).reshape([b, 1, c]);
         let gate = burn::tensor::activation::sigmoid(self.conv.forward(pooled)).reshape([b, c]);
@@ -245,6 +248,16 @@ impl<B: Kernels> SelfAttention<B> {
     pub fn forward(&self, x: Tensor<B, 3>, mask: &FrameMask<B>) -> Tensor<B, 3> {
         let [b, t, d] = x.dims();
         let h = self.heads;
+        if crate::kernels::ops::fused_kernels(&x) {
+            // One product for q, k and v; the GPU kernels read them in place from its columns
+            // and write the output with the heads merged.
+            let qkv = linear(&self.qkv, x.reshape([b * t, d]));
+            let scores = crate::kernels::ops::attention_scores(qkv.clone(), b, h);
+            let attn =
+                crate::kernels::ops::key_biased_softmax_dropout(scores, mask.key_bias.clone(), self.dropout.prob);
+            let out = crate::kernels::ops::attention_values(attn, qkv);
+            return linear(&self.proj, out).reshape([b, t, d]);
+        }
         let hd = d / h;
         // q, k and v from column blocks of the fused weight (strided views, read in place by the
         // matrix product) so no activation is sliced; heads split/merged by `kernels`.

@@ -263,6 +263,69 @@ pub trait Kernels: Backend {
         ]
     }
 
+    /// Whether `x`'s device runs SignFlow's GPU kernels (the `cube` crate: `Dispatch` on a CUDA
+    /// or WGPU device that passed their self-test). Layers then take the formulations built on
+    /// them ([`Kernels::eca`], the attention ops below); elsewhere they keep the ops the host
+    /// loops serve.
+    fn fused_kernels(_x: &FloatTensor<Self>) -> bool {
+        false
+    }
+
+    /// Efficient channel attention: the time average of `x` with `weights` (1 / count on a
+    /// sample's valid frames), its `K`-tap convolution over the channel axis with `w` (zero
+    /// padding `K / 2`, `K` odd), a sigmoid gate per (sample, channel), and `x * gate`.
+    ///
+    /// # Shapes
+    /// - x: `[batch, time, channels]`, weights: `[batch, 1, time]`, w: `[1, 1, K]` -> like x
+    fn eca(x: FloatTensor<Self>, weights: FloatTensor<Self>, w: FloatTensor<Self>) -> FloatTensor<Self> {
+        unwrap(reference::eca(wrap::<Self, 3>(x), wrap(weights), wrap(w)))
+    }
+
+    /// Gradients of [`Kernels::eca`] with respect to `x` and `w` (`weights` is a constant).
+    fn eca_backward(
+        x: FloatTensor<Self>,
+        weights: FloatTensor<Self>,
+        w: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        let (gx, gw) = reference::eca_backward(wrap::<Self, 3>(x), wrap(weights), wrap(w), wrap(grad));
+        (unwrap(gx), unwrap(gw))
+    }
+
+    /// Attention scores from one fused projection `qkv` (queries, keys and values side by side,
+    /// each `heads` blocks of `D / heads` columns), scaled by `1 / sqrt(D / heads)`.
+    ///
+    /// # Shapes
+    /// - qkv: `[batch * time, 3 D]` -> `[batch, heads, time, time]`
+    fn attention_scores(qkv: FloatTensor<Self>, batch: usize, heads: usize) -> FloatTensor<Self> {
+        unwrap(reference::attention_scores(wrap::<Self, 2>(qkv), batch, heads))
+    }
+
+    /// Gradient of [`Kernels::attention_scores`] with respect to `qkv` (zero in the value
+    /// columns), from the scores' gradient `grad [batch, heads, time, time]`.
+    fn attention_scores_backward(qkv: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
+        unwrap(reference::attention_scores_backward(wrap::<Self, 2>(qkv), wrap(grad)))
+    }
+
+    /// The attention weights applied to the values in `qkv`, heads merged.
+    ///
+    /// # Shapes
+    /// - attn: `[batch, heads, time, time]`, qkv: `[batch * time, 3 D]` -> `[batch * time, D]`
+    fn attention_values(attn: FloatTensor<Self>, qkv: FloatTensor<Self>) -> FloatTensor<Self> {
+        unwrap(reference::attention_values(wrap::<Self, 4>(attn), wrap(qkv)))
+    }
+
+    /// Gradients of [`Kernels::attention_values`] with respect to `attn` and `qkv` (zero outside
+    /// the value columns), from the output gradient `grad [batch * time, D]`.
+    fn attention_values_backward(
+        attn: FloatTensor<Self>,
+        qkv: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        let (ga, gq) = reference::attention_values_backward(wrap::<Self, 4>(attn), wrap(qkv), wrap(grad));
+        (unwrap(ga), unwrap(gq))
+    }
+
     /// Per-channel mean and biased variance over the rows of `x` (`[rows, C]` -> `[2, C]`).
     /// Not differentiable on its own: [`Kernels::channel_norm`]'s backward accounts for it.
     fn channel_stats(x: FloatTensor<Self>) -> FloatTensor<Self> {
@@ -523,6 +586,52 @@ impl Kernels for burn::Dispatch {
             .unwrap_or_else(|| portable::causal_dwconv_backward::<Self>(x, w, grad))
     }
 
+    fn fused_kernels(x: &FloatTensor<Self>) -> bool {
+        cube::available(x)
+    }
+
+    fn eca(x: FloatTensor<Self>, weights: FloatTensor<Self>, w: FloatTensor<Self>) -> FloatTensor<Self> {
+        cube::eca(&x, &weights, &w).unwrap_or_else(|| unwrap(reference::eca::<Self>(wrap(x), wrap(weights), wrap(w))))
+    }
+
+    fn eca_backward(
+        x: FloatTensor<Self>,
+        weights: FloatTensor<Self>,
+        w: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        cube::eca_backward(&x, &weights, &w, &grad).unwrap_or_else(|| {
+            let (gx, gw) = reference::eca_backward::<Self>(wrap(x), wrap(weights), wrap(w), wrap(grad));
+            (unwrap(gx), unwrap(gw))
+        })
+    }
+
+    fn attention_scores(qkv: FloatTensor<Self>, batch: usize, heads: usize) -> FloatTensor<Self> {
+        cube::attention_scores(&qkv, batch, heads)
+            .unwrap_or_else(|| unwrap(reference::attention_scores::<Self>(wrap(qkv), batch, heads)))
+    }
+
+    fn attention_scores_backward(qkv: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
+        cube::attention_scores_backward(&qkv, &grad)
+            .unwrap_or_else(|| unwrap(reference::attention_scores_backward::<Self>(wrap(qkv), wrap(grad))))
+    }
+
+    fn attention_values(attn: FloatTensor<Self>, qkv: FloatTensor<Self>) -> FloatTensor<Self> {
+        cube::attention_values(&attn, &qkv)
+            .unwrap_or_else(|| unwrap(reference::attention_values::<Self>(wrap(attn), wrap(qkv))))
+    }
+
+    fn attention_values_backward(
+        attn: FloatTensor<Self>,
+        qkv: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        cube::attention_values_backward(&attn, &qkv, &grad).unwrap_or_else(|| {
+            let (ga, gq) = reference::attention_values_backward::<Self>(wrap(attn), wrap(qkv), wrap(grad));
+            (unwrap(ga), unwrap(gq))
+        })
+    }
+
     fn channel_stats(x: FloatTensor<Self>) -> FloatTensor<Self> {
         cube::channel_stats(&x).unwrap_or_else(|| portable::channel_stats::<Self>(x))
     }
@@ -593,18 +702,18 @@ fn pair_op<B: Kernels, C: CheckpointStrategy>(
     }
 }
 
-/// The backward step of a one-input op that only rearranges its input's elements (the head
-/// split and merge, the row transpose): the gradient goes through the inverse rearrangement,
-/// given what it needs (`S`, saved as the op's state).
-struct RearrangeOp<B: Backend, S>(fn(FloatTensor<B>, S) -> FloatTensor<B>);
+/// The backward step of a one-input op whose input gradient is a function of the output gradient
+/// and a saved state `S`: the inverse rearrangement for the ops that only rearrange elements
+/// (the head split and merge, the row transpose), the scores' backward from the saved input.
+struct UnaryOp<B: Backend, S>(fn(FloatTensor<B>, S) -> FloatTensor<B>);
 
-impl<B: Backend, S> core::fmt::Debug for RearrangeOp<B, S> {
+impl<B: Backend, S> core::fmt::Debug for UnaryOp<B, S> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str("RearrangeOp")
+        f.write_str("UnaryOp")
     }
 }
 
-impl<B: Kernels, S: Clone + Send + core::fmt::Debug + 'static> Backward<B, 1> for RearrangeOp<B, S> {
+impl<B: Kernels, S: Clone + Send + core::fmt::Debug + 'static> Backward<B, 1> for UnaryOp<B, S> {
     type State = S;
     fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
         let [px] = ops.parents;
@@ -615,15 +724,15 @@ impl<B: Kernels, S: Clone + Send + core::fmt::Debug + 'static> Backward<B, 1> fo
     }
 }
 
-/// Records a rearranging op with Burn's autodiff: `forward` runs on the inner backend now,
+/// Records a one-input op with Burn's autodiff: `forward` runs on the inner backend now,
 /// `inverse(grad, state)` is its backward.
-fn rearrange_op<B: Kernels, C: CheckpointStrategy, S: Clone + Send + core::fmt::Debug + 'static>(
+fn unary_op<B: Kernels, C: CheckpointStrategy, S: Clone + Send + core::fmt::Debug + 'static>(
     x: FloatTensor<Autodiff<B, C>>,
     forward: impl FnOnce(FloatTensor<B>) -> FloatTensor<B>,
     inverse: fn(FloatTensor<B>, S) -> FloatTensor<B>,
     state: S,
 ) -> FloatTensor<Autodiff<B, C>> {
-    match RearrangeOp(inverse).prepare::<C>([x.node.clone()]).compute_bound().stateful() {
+    match UnaryOp(inverse).prepare::<C>([x.node.clone()]).compute_bound().stateful() {
         OpsKind::Tracked(prep) => prep.finish(state, forward(x.primitive)),
         OpsKind::UnTracked(prep) => prep.finish(forward(x.primitive)),
     }
@@ -721,16 +830,16 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
     }
 
     fn split_heads(x: FloatTensor<Self>, heads: usize) -> FloatTensor<Self> {
-        rearrange_op::<B, C, _>(x, |x| B::split_heads(x, heads), |grad, ()| B::merge_heads(grad), ())
+        unary_op::<B, C, _>(x, |x| B::split_heads(x, heads), |grad, ()| B::merge_heads(grad), ())
     }
 
     fn merge_heads(x: FloatTensor<Self>) -> FloatTensor<Self> {
         let heads = wrap::<B, 4>(x.primitive.clone()).dims()[1];
-        rearrange_op::<B, C, _>(x, B::merge_heads, B::split_heads, heads)
+        unary_op::<B, C, _>(x, B::merge_heads, B::split_heads, heads)
     }
 
     fn transpose_rows(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        rearrange_op::<B, C, _>(x, B::transpose_rows, |grad, ()| B::transpose_rows(grad), ())
+        unary_op::<B, C, _>(x, B::transpose_rows, |grad, ()| B::transpose_rows(grad), ())
     }
 
     fn dense(x: FloatTensor<Self>, w: FloatTensor<Self>, bias: Option<FloatTensor<Self>>) -> FloatTensor<Self> {
@@ -766,6 +875,45 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
             Some(b) => record!(Linear::<3>, [x.node.clone(), w.node.clone(), b.node.clone()], Some(b.primitive)),
             None => record!(Linear::<2>, [x.node.clone(), w.node.clone()], None),
         }
+    }
+
+    fn fused_kernels(x: &FloatTensor<Self>) -> bool {
+        B::fused_kernels(&x.primitive)
+    }
+
+    fn eca(x: FloatTensor<Self>, weights: FloatTensor<Self>, w: FloatTensor<Self>) -> FloatTensor<Self> {
+        #[derive(Debug)]
+        struct EcaOp;
+        impl<B: Kernels> Backward<B, 2> for EcaOp {
+            type State = (FloatTensor<B>, FloatTensor<B>, FloatTensor<B>);
+            fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
+                let [px, pw] = ops.parents;
+                let grad = grads.consume::<B>(&ops.node);
+                let (x, weights, w) = ops.state;
+                let (gx, gw) = B::eca_backward(x, weights, w, grad);
+                if let Some(node) = px {
+                    grads.register::<B>(node.id, gx);
+                }
+                if let Some(node) = pw {
+                    grads.register::<B>(node.id, gw);
+                }
+            }
+        }
+        // The frame weights (padding mask) are a constant: `x` and `w` are the parents.
+        let out = B::eca(x.primitive.clone(), weights.primitive.clone(), w.primitive.clone());
+        match EcaOp.prepare::<C>([x.node.clone(), w.node.clone()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => prep.finish((x.primitive, weights.primitive, w.primitive), out),
+            OpsKind::UnTracked(prep) => prep.finish(out),
+        }
+    }
+
+    fn attention_scores(qkv: FloatTensor<Self>, batch: usize, heads: usize) -> FloatTensor<Self> {
+        let forward = |qkv| B::attention_scores(qkv, batch, heads);
+        unary_op::<B, C, _>(qkv.clone(), forward, |grad, qkv| B::attention_scores_backward(qkv, grad), qkv.primitive)
+    }
+
+    fn attention_values(attn: FloatTensor<Self>, qkv: FloatTensor<Self>) -> FloatTensor<Self> {
+        pair_op::<B, C>(attn, qkv, B::attention_values, B::attention_values_backward)
     }
 
     fn channel_stats(x: FloatTensor<Self>) -> FloatTensor<Self> {
@@ -892,6 +1040,26 @@ pub mod ops {
         wrap(B::merge_heads(unwrap(x)))
     }
 
+    /// See [`Kernels::fused_kernels`].
+    pub fn fused_kernels<B: Kernels, const D: usize>(x: &Tensor<B, D>) -> bool {
+        B::fused_kernels(&x.clone().into_primitive().tensor())
+    }
+
+    /// See [`Kernels::eca`].
+    pub fn eca<B: Kernels>(x: Tensor<B, 3>, weights: Tensor<B, 3>, w: Tensor<B, 3>) -> Tensor<B, 3> {
+        wrap(B::eca(unwrap(x), unwrap(weights), unwrap(w)))
+    }
+
+    /// See [`Kernels::attention_scores`].
+    pub fn attention_scores<B: Kernels>(qkv: Tensor<B, 2>, batch: usize, heads: usize) -> Tensor<B, 4> {
+        wrap(B::attention_scores(unwrap(qkv), batch, heads))
+    }
+
+    /// See [`Kernels::attention_values`].
+    pub fn attention_values<B: Kernels>(attn: Tensor<B, 4>, qkv: Tensor<B, 2>) -> Tensor<B, 2> {
+        wrap(B::attention_values(unwrap(attn), unwrap(qkv)))
+    }
+
     /// See [`Kernels::running_stats`].
     pub fn running_stats<B: Kernels>(
         stats: Tensor<B, 2>,
@@ -989,6 +1157,95 @@ pub mod reference {
     pub fn merge_heads<B: Backend>(x: Tensor<B, 4>) -> Tensor<B, 3> {
         let [b, h, t, hd] = x.dims();
         x.swap_dims(1, 2).reshape([b, t, h * hd])
+    }
+
+    /// Efficient channel attention: the weighted time average `weights [B, 1, T] x [B, T, C]`,
+    /// Burn's `conv1d` over the channel axis (padding `K / 2`), a sigmoid gate, `x * gate`.
+    pub fn eca<B: Backend>(x: Tensor<B, 3>, weights: Tensor<B, 3>, w: Tensor<B, 3>) -> Tensor<B, 3> {
+        let [b, _, c] = x.dims();
+        let pad = w.dims()[2] / 2;
+        let pooled = weights.matmul(x.clone()); // [B, 1, C]
+        let z = conv1d(pooled, w, None, ConvOptions::new([1], [pad], [1], 1)).reshape([b, c]);
+        scale_channels(x, burn::tensor::activation::sigmoid(z))
+    }
+
+    /// Closed-form gradients of [`eca`] with respect to `x` and `w`: `dz = sum_t(grad x) s (1 -
+    /// s)` for the gate `s`; `dx = grad s + weights^T (dz convolved with the flipped kernel)`;
+    /// `dw[j] = sum over b, c of dz[b, c] pooled[b, c + j - K / 2]`.
+    pub fn eca_backward<B: Backend>(
+        x: Tensor<B, 3>,
+        weights: Tensor<B, 3>,
+        w: Tensor<B, 3>,
+        grad: Tensor<B, 3>,
+    ) -> (Tensor<B, 3>, Tensor<B, 3>) {
+        let [b, _, c] = x.dims();
+        let k = w.dims()[2];
+        let options = || ConvOptions::new([1], [k / 2], [1], 1);
+        let pooled = weights.clone().matmul(x.clone()); // [B, 1, C]
+        let s = burn::tensor::activation::sigmoid(conv1d(pooled.clone(), w.clone(), None, options())).reshape([b, c]);
+        let dot: Tensor<B, 2> = (grad.clone() * x).sum_dim(1).reshape([b, c]);
+        let dz = dot * s.clone() * s.clone().neg().add_scalar(1.0);
+        let dpooled = conv1d(dz.clone().reshape([b, 1, c]), w.flip([2]), None, options()); // [B, 1, C]
+        let gx = scale_channels(grad, s) + weights.swap_dims(1, 2).matmul(dpooled);
+        let zeros = Tensor::zeros([b, 1, k / 2], (&pooled.device(), pooled.dtype()));
+        let padded = Tensor::cat(vec![zeros.clone(), pooled, zeros], 2).reshape([b, c + k - 1]);
+        let taps: Vec<Tensor<B, 1>> = (0..k).map(|j| (padded.clone().narrow(1, j, c) * dz.clone()).sum()).collect();
+        (gx, Tensor::cat(taps, 0).reshape([1, 1, k]))
+    }
+
+    /// Queries or keys or values (`part` 0, 1, 2) of a fused projection `[B * T, 3 D]` as
+    /// `[B, H, T, D / H]`.
+    fn qkv_part<B: Backend>(qkv: Tensor<B, 2>, part: usize, batch: usize, heads: usize) -> Tensor<B, 4> {
+        let [rows, width] = qkv.dims();
+        let d = width / 3;
+        split_heads(qkv.narrow(1, part * d, d).reshape([batch, rows / batch, d]), heads)
+    }
+
+    /// Scaled dot-product scores `q k^T / sqrt(D / H)` from a fused projection `[B * T, 3 D]`.
+    pub fn attention_scores<B: Backend>(qkv: Tensor<B, 2>, batch: usize, heads: usize) -> Tensor<B, 4> {
+        let hd = qkv.dims()[1] / 3 / heads;
+        let q = qkv_part(qkv.clone(), 0, batch, heads);
+        let k = qkv_part(qkv, 1, batch, heads);
+        q.matmul(k.swap_dims(2, 3)).mul_scalar(1.0 / (hd as f64).sqrt())
+    }
+
+    /// Gradient of [`attention_scores`] with respect to `qkv`: `grad k` and `grad^T q` (scaled)
+    /// in the query and key columns, zeros in the value columns.
+    pub fn attention_scores_backward<B: Backend>(qkv: Tensor<B, 2>, grad: Tensor<B, 4>) -> Tensor<B, 2> {
+        let [batch, heads, _, _] = grad.dims();
+        let [rows, width] = qkv.dims();
+        let d = width / 3;
+        let scale = 1.0 / ((d / heads) as f64).sqrt();
+        let q = qkv_part(qkv.clone(), 0, batch, heads);
+        let k = qkv_part(qkv.clone(), 1, batch, heads);
+        let gq = merge_heads(grad.clone().matmul(k).mul_scalar(scale)).reshape([rows, d]);
+        let gk = merge_heads(grad.swap_dims(2, 3).matmul(q).mul_scalar(scale)).reshape([rows, d]);
+        Tensor::cat(vec![gq, gk, Tensor::zeros([rows, d], (&qkv.device(), qkv.dtype()))], 1)
+    }
+
+    /// `attn [B, H, T, T]` applied to the values of `qkv [B * T, 3 D]`, heads merged: `[B * T, D]`.
+    pub fn attention_values<B: Backend>(attn: Tensor<B, 4>, qkv: Tensor<B, 2>) -> Tensor<B, 2> {
+        let [batch, heads, _, _] = attn.dims();
+        let [rows, width] = qkv.dims();
+        merge_heads(attn.matmul(qkv_part(qkv, 2, batch, heads))).reshape([rows, width / 3])
+    }
+
+    /// Gradients of [`attention_values`] with respect to `attn` and `qkv` (zeros outside the
+    /// value columns).
+    pub fn attention_values_backward<B: Backend>(
+        attn: Tensor<B, 4>,
+        qkv: Tensor<B, 2>,
+        grad: Tensor<B, 2>,
+    ) -> (Tensor<B, 4>, Tensor<B, 2>) {
+        let [batch, heads, _, _] = attn.dims();
+        let [rows, width] = qkv.dims();
+        let d = width / 3;
+        let g = split_heads(grad.reshape([batch, rows / batch, d]), heads);
+        let v = qkv_part(qkv.clone(), 2, batch, heads);
+        let ga = g.clone().matmul(v.swap_dims(2, 3));
+        let gv = merge_heads(attn.swap_dims(2, 3).matmul(g)).reshape([rows, d]);
+        let zeros = Tensor::zeros([rows, 2 * d], (&qkv.device(), qkv.dtype()));
+        (ga, Tensor::cat(vec![zeros, gv], 1))
     }
 
     /// Per-channel mean and biased variance of `x [N, C]`, stacked as `[2, C]`.

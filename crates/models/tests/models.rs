@@ -318,6 +318,57 @@ fn causal_dwconv_kernel_matches_burn_conv1d_forward_and_backward() {
     }
 }
 
+#[test]
+fn eca_and_fused_attention_closed_forms_match_autodiff_and_the_layers() {
+    use models::kernels::{ops, reference};
+    // ECA: the closed-form gradients against autodiff of the tensor-op formulation, which itself
+    // equals the layer's own (mean over valid frames, Burn's Conv1d, sigmoid gate).
+    for [b, t, c, k] in [[1, 1, 3, 3], [3, 7, 20, 5], [2, 16, 384, 5]] {
+        let x = rand_ad([b, t, c]);
+        let lengths: Vec<usize> = (0..b).map(|i| t - (i % t)).collect();
+        let m = models::common::FrameMask::<AD>::new(Tensor::from_inner(mask(&lengths, t)), burn::tensor::DType::F32);
+        let eca = models::common::Eca::<AD>::new(k, &dev());
+        let w = eca.conv.weight.val();
+        let layer = eca.forward(x.clone(), &m);
+        let y = reference::eca(x.clone(), m.mean_weights.clone(), w.clone());
+        let name = format!("eca b{b} t{t} c{c} k{k}");
+        close(&format!("{name} forward"), &ad_values(y.clone()), &ad_values(layer), 1e-6);
+        let gy = Tensor::<B, 3>::random([b, t, c], Distribution::Normal(0.0, 1.0), &dev());
+        let g = (y * Tensor::<AD, 3>::from_inner(gy.clone())).sum().backward();
+        let (gx, gw) =
+            reference::eca_backward(x.clone().inner(), m.mean_weights.clone().inner(), w.clone().inner(), gy);
+        close(&format!("{name} closed-form dx"), &values(gx), &grad_values(&x, &g), 1e-5);
+        close(&format!("{name} closed-form dw"), &values(gw), &grad_values(&w, &g), 1e-4);
+    }
+    // Attention from one fused projection: scores and values against the per-part products, and
+    // their closed-form gradients against autodiff.
+    for [b, t, h, hd] in [[1, 1, 1, 4], [3, 5, 2, 3], [2, 16, 4, 48]] {
+        let d = h * hd;
+        let qkv = rand_ad([b * t, 3 * d]);
+        let q = qkv.clone().narrow(1, 0, d).reshape([b, t, d]);
+        let k = qkv.clone().narrow(1, d, d).reshape([b, t, d]);
+        let scores =
+            ops::split_heads(q, h).matmul(ops::split_heads_transposed(k, h)).mul_scalar(1.0 / (hd as f64).sqrt());
+        let ours = reference::attention_scores(qkv.clone(), b, h);
+        let name = format!("attention b{b} t{t} h{h} hd{hd}");
+        close(&format!("{name} scores"), &ad_values(ours.clone()), &ad_values(scores), 1e-5);
+        let attn = Tensor::<AD, 4>::random([b, h, t, t], Distribution::Uniform(0.0, 1.0), &dev()).require_grad();
+        let out = reference::attention_values(attn.clone(), qkv.clone());
+        let v = qkv.clone().narrow(1, 2 * d, d).reshape([b, t, d]);
+        let want = ops::merge_heads(attn.clone().matmul(ops::split_heads(v, h))).reshape([b * t, d]);
+        close(&format!("{name} values"), &ad_values(out.clone()), &ad_values(want), 1e-5);
+        let gs = Tensor::<B, 4>::random([b, h, t, t], Distribution::Normal(0.0, 1.0), &dev());
+        let go = Tensor::<B, 2>::random([b * t, d], Distribution::Normal(0.0, 1.0), &dev());
+        let g = (ours * Tensor::<AD, 4>::from_inner(gs.clone())).sum().backward();
+        let closed = reference::attention_scores_backward(qkv.clone().inner(), gs);
+        close(&format!("{name} closed-form scores dqkv"), &values(closed), &grad_values(&qkv, &g), 1e-5);
+        let g = (out * Tensor::<AD, 2>::from_inner(go.clone())).sum().backward();
+        let (ga, gq) = reference::attention_values_backward(attn.clone().inner(), qkv.clone().inner(), go);
+        close(&format!("{name} closed-form values dattn"), &values(ga), &grad_values(&attn, &g), 1e-5);
+        close(&format!("{name} closed-form values dqkv"), &values(gq), &grad_values(&qkv, &g), 1e-5);
+    }
+}
+
 /// `n` fixed values spread over `center +- width` (a hash of the index and `salt`).
 fn spread(n: usize, center: f32, width: f32, salt: usize) -> Vec<f32> {
     (0..n).map(|i| center + width * (((i * 7919 + salt * 104729) % 1009) as f32 / 504.5 - 1.0)).collect()
@@ -999,6 +1050,67 @@ mod slow {
                 let (m_ref, v_ref) = reference::running_stats(stats.clone(), mean, var, 0.05);
                 close(&format!("{name} running mean"), &values(wrap1(m)), &values(m_ref), tol);
                 close(&format!("{name} running var"), &values(wrap1(v)), &values(v_ref), tol);
+            }
+        }
+        // ECA and the attention ops on the fused projection, forward and backward, against the
+        // tensor-op formulations (whose own gradients a CPU test holds to autodiff).
+        let wrap4 = |p| Tensor::<B, 4>::from_primitive(TensorPrimitive::Float(p));
+        let prim4 = |t: &Tensor<B, 4>| t.clone().into_primitive().tensor();
+        for dtype in [FloatDType::F32, FloatDType::F16] {
+            if dtype == FloatDType::F16 && !selected.selection.capabilities.supports(device::Precision::F16) {
+                continue;
+            }
+            let tol = if dtype == FloatDType::F32 { 1e-5 } else { 1e-2 };
+            for [b, t, c, k] in [[1, 1, 3, 3], [3, 7, 40, 5], [2, 64, 384, 5]] {
+                let name = format!("{dtype:?} eca b{b} t{t} c{c} k{k}");
+                let x = if c == 40 { rand([b, c, t], 1).swap_dims(1, 2) } else { rand([b, t, c], 1) }.cast(dtype);
+                let counts: Vec<f32> = (0..b * t).map(|i| if i % t < t - (i / t) % t { 1.0 } else { 0.0 }).collect();
+                let weights = Tensor::<B, 3>::from_data(TensorData::new(counts, [b, 1, t]), &gpu);
+                let weights = (weights.clone() / weights.sum_dim(2)).cast(dtype);
+                let w = rand([1, 1, k], 2).cast(dtype);
+                let g = rand([b, t, c], 3).cast(dtype);
+                let y = cube::eca(&prim(&x), &prim(&weights), &prim(&w)).expect("eca runs on WGPU");
+                let want = reference::eca(x.clone(), weights.clone(), w.clone());
+                close(&format!("{name} forward"), &values(wrap3(y)), &values(want), tol);
+                let (gx, gw) = cube::eca_backward(&prim(&x), &prim(&weights), &prim(&w), &prim(&g)).expect("runs");
+                let (gx_ref, gw_ref) = reference::eca_backward(x, weights, w, g);
+                close(&format!("{name} dx"), &values(wrap3(gx)), &values(gx_ref), tol * 10.0);
+                close(&format!("{name} dw"), &values(wrap3(gw)), &values(gw_ref), tol * 10.0);
+            }
+            for [b, t, h, hd] in [[1, 1, 1, 4], [3, 5, 2, 3], [2, 64, 4, 48]] {
+                let name = format!("{dtype:?} attention b{b} t{t} h{h} hd{hd}");
+                let d = h * hd;
+                // The projection arrives transposed (strided) in one case.
+                let qkv = if t == 5 {
+                    rand([1, 3 * d, b * t], 4).reshape([3 * d, b * t]).swap_dims(0, 1)
+                } else {
+                    rand([1, b * t, 3 * d], 4).reshape([b * t, 3 * d])
+                }
+                .cast(dtype);
+                let scores = cube::attention_scores(&prim2(&qkv), b, h).expect("scores run on WGPU");
+                close(
+                    &format!("{name} scores"),
+                    &values(wrap4(scores)),
+                    &values(reference::attention_scores(qkv.clone(), b, h)),
+                    tol,
+                );
+                let gs = rand([b * h, t, t], 5).reshape([b, h, t, t]).cast(dtype);
+                let gq = cube::attention_scores_backward(&prim2(&qkv), &prim4(&gs)).expect("runs");
+                let gq_ref = reference::attention_scores_backward(qkv.clone(), gs);
+                close(&format!("{name} scores dqkv"), &values(wrap2(gq)), &values(gq_ref), tol * 10.0);
+                let attn = rand([b * h, t, t], 6).reshape([b, h, t, t]).cast(dtype);
+                let out = cube::attention_values(&prim4(&attn), &prim2(&qkv)).expect("values run on WGPU");
+                close(
+                    &format!("{name} values"),
+                    &values(wrap2(out)),
+                    &values(reference::attention_values(attn.clone(), qkv.clone())),
+                    tol,
+                );
+                let go = rand([1, b * t, d], 7).reshape([b * t, d]).cast(dtype);
+                let (ga, gq) = cube::attention_values_backward(&prim4(&attn), &prim2(&qkv), &prim2(&go)).expect("runs");
+                let (ga_ref, gq_ref) = reference::attention_values_backward(attn, qkv, go);
+                close(&format!("{name} values dattn"), &values(wrap4(ga)), &values(ga_ref), tol * 10.0);
+                close(&format!("{name} values dqkv"), &values(wrap2(gq)), &values(gq_ref), tol * 10.0);
             }
         }
         // The optimizer's parameter views of its flat buffer: at an aligned start with an end

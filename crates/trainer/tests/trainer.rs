@@ -949,7 +949,7 @@ fn bench_times_every_phase_of_the_configured_model() {
 /// `trainer bench --count` reports them on WGPU; the counts do not depend on the adapter (the
 /// figures and the reference model's are in docs/PERFORMANCE.md). Lower these when the step
 /// gets leaner; a change that raises them must say why.
-const MAX_LAUNCHES_PER_STEP: f64 = 260.0;
+const MAX_LAUNCHES_PER_STEP: f64 = 200.0;
 const MAX_HOST_WAITS_PER_STEP: f64 = 0.0;
 
 #[test]
@@ -989,10 +989,22 @@ fn a_training_step_on_wgpu_launches_a_bounded_number_of_kernels_and_waits_a_boun
     assert!(f("host_waits_per_step") <= MAX_HOST_WAITS_PER_STEP, "{r}");
     // The step runs SignFlow's CubeCL kernels (crates/cube), not their reference tensor ops.
     let names = r["kernels"].to_string();
-    for kernel in ["DwconvTapsKernel", "DwconvWeightGradKernel", "ChannelStatsKernel", "ChannelNormBackwardKernel"] {
-        assert!(names.contains(kernel), "{kernel} not launched: {r}");
-    }
-    for kernel in ["RunningStatsKernel", "AssembleKernel"] {
+    let ours = [
+        "DwconvTapsKernel",
+        "DwconvWeightGradKernel",
+        "ChannelStatsKernel",
+        "ChannelNormBackwardKernel",
+        "RunningStatsKernel",
+        "AssembleKernel",
+        "EcaKernel",
+        "EcaBackwardKernel",
+        "SumRowsKernel",
+        "AttentionScoresKernel",
+        "AttentionScoresBackwardKernel",
+        "AttentionValuesKernel",
+        "AttentionValuesBackwardKernel",
+    ];
+    for kernel in ours {
         assert!(names.contains(kernel), "{kernel} not launched: {r}");
     }
     let stderr = String::from_utf8_lossy(&out.stderr);
