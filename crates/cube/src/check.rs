@@ -8,7 +8,7 @@
 use std::cell::Cell;
 use std::sync::Mutex;
 
-use burn::tensor::{DType, FloatDType, Tensor, TensorData, TensorPrimitive};
+use burn::tensor::{DType, FloatDType, Tensor, TensorData, TensorMetadata, TensorPrimitive};
 use burn::{Dispatch, DispatchDevice};
 
 thread_local! {
@@ -50,15 +50,24 @@ fn prim<const D: usize>(t: &Tensor<Dispatch, D>) -> burn_dispatch::DispatchTenso
     t.clone().into_primitive().tensor()
 }
 
+/// A kernel's output read back from the device.
+fn read(kernel: &str, got: Option<burn_dispatch::DispatchTensor>) -> Result<Vec<f32>, String> {
+    let got = got.ok_or_else(|| format!("{kernel} did not run"))?;
+    let n = got.shape().num_elements();
+    let data = Tensor::<Dispatch, 1>::from_primitive(TensorPrimitive::Float(got))
+        .reshape([n])
+        .try_into_data()
+        .map_err(|e| format!("{kernel} failed: {e:?}"))?;
+    data.convert::<f32>().to_vec().map_err(|e| format!("{kernel}: {e:?}"))
+}
+
 /// `got` read back from the device and compared with `want` (exact values; half precision
 /// rounds none of them).
 fn expect(kernel: &str, got: Option<burn_dispatch::DispatchTensor>, want: &[f32]) -> Result<(), String> {
-    let got = got.ok_or_else(|| format!("{kernel} did not run"))?;
-    let data = Tensor::<Dispatch, 1>::from_primitive(TensorPrimitive::Float(got))
-        .reshape([want.len()])
-        .try_into_data()
-        .map_err(|e| format!("{kernel} failed: {e:?}"))?;
-    let got: Vec<f32> = data.convert::<f32>().to_vec().map_err(|e| format!("{kernel}: {e:?}"))?;
+    let got = read(kernel, got)?;
+    if got.len() != want.len() {
+        return Err(format!("{kernel} gave {} values where {} are right", got.len(), want.len()));
+    }
     match got.iter().zip(want).position(|(g, w)| (g - w).abs() > 1e-3 * w.abs().max(1.0)) {
         None => Ok(()),
         Some(i) => Err(format!("{kernel} gave {} at {i} where {} is right", got[i], want[i])),
@@ -101,6 +110,16 @@ fn self_test(device: &DispatchDevice, dtype: DType) -> Result<(), String> {
     let (mean, var) = crate::running_stats(&stats, &prim(&gamma), &prim(&gamma), 0.5).unzip();
     expect("running mean", mean, &vec![0.75; c])?;
     expect("running variance", var, &vec![0.625; c])?;
+    // The same in one launch: the rows normalized to -1 and 1 (up to eps), beta 0.
+    let zero = tensor(vec![0.0; c], [c], device, dtype);
+    let fused =
+        crate::channel_norm_train(&prim(&x), &prim(&gamma), &prim(&zero), (&prim(&gamma), &prim(&gamma)), 1e-5, 0.5);
+    let [y, stats, mean, var] = fused.ok_or("the fused channel norm did not run")?;
+    let want: Vec<f32> = (0..rows * c).map(|i| if (i / c) % 2 == 0 { -1.0 } else { 1.0 }).collect();
+    expect("fused channel norm", Some(y), &want)?;
+    expect("fused channel stats", Some(stats), &[0.5f32, 0.25].iter().flat_map(|&v| vec![v; c]).collect::<Vec<_>>())?;
+    expect("fused running mean", Some(mean), &vec![0.75; c])?;
+    expect("fused running variance", Some(var), &vec![0.625; c])?;
 
     // Two parts gathered into 512 elements: 1, 2 at 0 and 3 at 256, zeros elsewhere.
     let (p1, p2) = (tensor(vec![1.0, 2.0], [2], device, dtype), tensor(vec![3.0], [1], device, dtype));
@@ -136,6 +155,24 @@ fn self_test(device: &DispatchDevice, dtype: DType) -> Result<(), String> {
     let (ga, gqkv) = crate::attention_values_backward(&prim(&attn), &prim(&qkv), &prim(&grad)).unzip();
     expect("attention weights gradient", ga, &[4.0; 8])?;
     expect("attention values gradient", gqkv, &parts(0.0, 1.0))?;
+
+    // Softmax of zero scores over 4 keys: 0.25 each. Half dropped: every kept weight is 0.5,
+    // every other 0 (which are kept is a hash; the models' tests hold it to the host's mask).
+    // Backward with the plain softmax and a gradient of 1 on the first key: 0.25 - 0.0625 there,
+    // -0.0625 elsewhere.
+    let zeros = tensor(vec![0.0; 8], [1, 1, 2, 4], device, dtype);
+    let bias = tensor(vec![0.0; 4], [1, 4], device, dtype);
+    let seeds = tensor(vec![1.0, 2.0, 3.0, 4.0], [4], device, dtype);
+    let (y, out) = crate::softmax_dropout(&prim(&zeros), &prim(&bias), &prim(&seeds), 0.5).unzip();
+    expect("softmax", y.clone(), &[0.25; 8])?;
+    let kept = read("softmax dropout", out)?;
+    if let Some(v) = kept.iter().find(|v| **v != 0.0 && **v != 0.5) {
+        return Err(format!("softmax dropout gave {v} where 0 or 0.5 is right"));
+    }
+    let y = y.ok_or("softmax did not run")?;
+    let grad = tensor((0..8).map(|i| if i % 4 == 0 { 1.0 } else { 0.0 }).collect(), [1, 1, 2, 4], device, dtype);
+    let want: Vec<f32> = (0..8).map(|i| if i % 4 == 0 { 0.1875 } else { -0.0625 }).collect();
+    expect("softmax gradient", crate::softmax_dropout_backward(&y, &y, &prim(&grad)), &want)?;
 
     // A 2 x 3 view from element 256 of 512 counting 0..64 over and over (exact in bf16 too),
     // the end not at an alignment.

@@ -148,22 +148,15 @@ fn dwconv_weight_grad_kernel<F: Float>(
     }
 }
 
-/// Per-channel mean and biased variance of `x [N, C]` into `stats [2, C]` (two passes: the
-/// mean, then the squared deviations from it).
-#[cube(launch)]
-fn channel_stats_kernel<F: Float>(
-    x: &Tensor<F>,
-    stats: &mut Tensor<F>,
-    #[comptime] units: u32,
-    #[comptime] _revision: u64,
-    #[define(F)] _dtype: StorageType,
-) {
+/// The mean and biased variance of this unit's channel over the rows of `x [N, C]`, computed by
+/// the cube's row lanes in two passes (the mean, then the squared deviations from it) and added
+/// in `partial` (one f32 per unit); every lane of a channel gets them.
+#[cube]
+fn column_mean_var<F: Float>(x: &Tensor<F>, partial: &mut SharedMemory<f32>) -> (f32, f32) {
     let rows = x.shape(0);
     let channels = x.shape(1);
     let (width, lanes) = (CUBE_DIM_X as usize, CUBE_DIM_Y as usize);
     let (c, lane, col) = reduction_unit();
-    let mut partial = SharedMemory::<f32>::new(units as usize);
-
     let mut sum = 0.0f32;
     if c < channels {
         let mut r = lane;
@@ -174,7 +167,7 @@ fn channel_stats_kernel<F: Float>(
     }
     partial[lane * width + col] = sum;
     sync_cube();
-    let mean = lane_sum(&partial, 0, col) / rows as f32;
+    let mean = lane_sum(partial, 0, col) / rows as f32;
     sync_cube();
 
     let mut squares = 0.0f32;
@@ -188,10 +181,118 @@ fn channel_stats_kernel<F: Float>(
     }
     partial[lane * width + col] = squares;
     sync_cube();
+    let var = lane_sum(partial, 0, col) / rows as f32;
+    (mean, var)
+}
+
+/// Per-channel mean and biased variance of `x [N, C]` into `stats [2, C]`.
+#[cube(launch)]
+fn channel_stats_kernel<F: Float>(
+    x: &Tensor<F>,
+    stats: &mut Tensor<F>,
+    #[comptime] units: u32,
+    #[comptime] _revision: u64,
+    #[define(F)] _dtype: StorageType,
+) {
+    let channels = x.shape(1);
+    let (c, lane, _) = reduction_unit();
+    let mut partial = SharedMemory::<f32>::new(units as usize);
+    let (mean, var) = column_mean_var::<F>(x, &mut partial);
     if lane == 0 && c < channels {
         stats[c] = F::cast_from(mean);
-        stats[channels + c] = F::cast_from(lane_sum(&partial, 0, col) / rows as f32);
+        stats[channels + c] = F::cast_from(var);
     }
+}
+
+/// Training-mode BatchNorm of `x [N, C]` in one launch: the batch statistics (into `stats [2,
+/// C]`), `y = (x - mean) / sqrt(var + eps) * gamma + beta`, and the running statistics after the
+/// batch, `running * keep + batch * take` (into `new_mean`, `new_var`). Each cube owns a block
+/// of channels over all rows, so no other cube's sums are needed.
+#[cube(launch)]
+#[allow(clippy::too_many_arguments)]
+fn channel_norm_train_kernel<F: Float>(
+    x: &Tensor<F>,
+    gamma: &Tensor<F>,
+    beta: &Tensor<F>,
+    mean: &Tensor<F>,
+    var: &Tensor<F>,
+    y: &mut Tensor<F>,
+    stats: &mut Tensor<F>,
+    new_mean: &mut Tensor<F>,
+    new_var: &mut Tensor<F>,
+    eps: f32,
+    keep: f32,
+    take: f32,
+    #[comptime] units: u32,
+    #[comptime] _revision: u64,
+    #[define(F)] _dtype: StorageType,
+) {
+    let rows = x.shape(0);
+    let channels = x.shape(1);
+    let lanes = CUBE_DIM_Y as usize;
+    let (c, lane, _) = reduction_unit();
+    let mut partial = SharedMemory::<f32>::new(units as usize);
+    let (batch_mean, batch_var) = column_mean_var::<F>(x, &mut partial);
+    if c < channels {
+        let scale = f32::cast_from(gamma[c * gamma.stride(0)]) / f32::sqrt(batch_var + eps);
+        let shift = f32::cast_from(beta[c * beta.stride(0)]);
+        let mut r = lane;
+        while r < rows {
+            let xv = f32::cast_from(x[r * x.stride(0) + c * x.stride(1)]);
+            y[r * channels + c] = F::cast_from((xv - batch_mean) * scale + shift);
+            r += lanes;
+        }
+        if lane == 0 {
+            stats[c] = F::cast_from(batch_mean);
+            stats[channels + c] = F::cast_from(batch_var);
+            new_mean[c] = F::cast_from(f32::cast_from(mean[c * mean.stride(0)]) * keep + batch_mean * take);
+            new_var[c] = F::cast_from(f32::cast_from(var[c * var.stride(0)]) * keep + batch_var * take);
+        }
+    }
+}
+
+/// BatchNorm's parameters beside a training batch: epsilon and the running-statistics weights
+/// `(1 - momentum, momentum)`.
+#[derive(Clone, Debug)]
+pub(crate) struct NormSettings {
+    /// Added to the variance.
+    pub eps: f32,
+    /// `1 - momentum`, `momentum`.
+    pub weights: [f32; 2],
+}
+
+/// Training-mode BatchNorm of `x [N, C]` with `gamma`, `beta` and the running `mean`, `var`:
+/// the output, the batch statistics `[2, C]` and the new running mean and variance.
+pub(crate) fn channel_norm_train<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, set: &NormSettings) -> Vec<CubeTensor<R>> {
+    let [x, gamma, beta, mean, var] = take(inputs);
+    let [rows, channels] = dims::<R, 2>(&x);
+    let y = empty(&x, Shape::new([rows, channels]));
+    let stats = empty(&x, Shape::new([2, channels]));
+    let new_mean = empty(&x, Shape::new([channels]));
+    let new_var = empty(&x, Shape::new([channels]));
+    let (count, cube_dim, units) = per_channel(&y.client, channels, 1);
+    let dtype = storage(x.dtype);
+    channel_norm_train_kernel::launch::<R>(
+        &y.client,
+        count,
+        cube_dim,
+        x.into_tensor_arg(),
+        gamma.into_tensor_arg(),
+        beta.into_tensor_arg(),
+        mean.into_tensor_arg(),
+        var.into_tensor_arg(),
+        y.clone().into_tensor_arg(),
+        stats.clone().into_tensor_arg(),
+        new_mean.clone().into_tensor_arg(),
+        new_var.clone().into_tensor_arg(),
+        set.eps,
+        set.weights[0],
+        set.weights[1],
+        units,
+        REVISION,
+        dtype,
+    );
+    vec![y, stats, new_mean, new_var]
 }
 
 /// Training-mode BatchNorm backward for `x [N, C]` with `stats [2, C]` and `gamma [C]`: the
@@ -827,6 +928,179 @@ pub(crate) fn attention_values_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R
         dtype,
     );
     vec![gattn, gqkv]
+}
+
+/// murmur3's finalizer.
+#[cube]
+fn fmix(h: u32) -> u32 {
+    let mut h = h ^ (h >> 16);
+    h *= 0x85eb_ca6bu32;
+    h ^= h >> 13;
+    h *= 0xc2b2_ae35u32;
+    h ^ (h >> 16)
+}
+
+/// Element `i` of the seeds as a whole number.
+#[cube]
+fn seed_word<F: Float>(seeds: &Tensor<F>, i: usize) -> u32 {
+    u32::cast_from(f32::cast_from(seeds[i * seeds.stride(0)]))
+}
+
+/// The offset of key `j` in row `(b, h, q)` of a `[B, H, Q, K]` tensor.
+#[cube]
+fn row_at<F: Float>(t: &Tensor<F>, b: usize, h: usize, q: usize, j: usize) -> usize {
+    b * t.stride(0) + h * t.stride(1) + q * t.stride(2) + j * t.stride(3)
+}
+
+/// Softmax over the keys of `scores [B, H, Q, K] + bias [B, K]` (one unit per row), into `y`;
+/// with `dropout`, `out = y * mask` where element `i` (its flat index) is kept, times `scale`,
+/// when a hash of `i` and the seed is below `threshold`. The seed is two 22-bit words made of the
+/// four whole numbers below 2048 in `seeds` (drawn on the device, so no host read). Without
+/// `dropout`, `out = y`.
+#[cube(launch)]
+#[allow(clippy::too_many_arguments)]
+fn softmax_dropout_kernel<F: Float>(
+    scores: &Tensor<F>,
+    bias: &Tensor<F>,
+    seeds: &Tensor<F>,
+    y: &mut Tensor<F>,
+    out: &mut Tensor<F>,
+    threshold: u32,
+    scale: f32,
+    #[comptime] dropout: bool,
+    #[comptime] _revision: u64,
+    #[define(F)] _dtype: StorageType,
+) {
+    let (heads, queries, keys) = (scores.shape(1), scores.shape(2), scores.shape(3));
+    let row = ABSOLUTE_POS;
+    if row >= scores.shape(0) * heads * queries {
+        terminate!();
+    }
+    let q = row % queries;
+    let h = (row / queries) % heads;
+    let b = row / (queries * heads);
+    let base = b * scores.stride(0) + h * scores.stride(1) + q * scores.stride(2);
+    let (sk, bb, bk) = (scores.stride(3), b * bias.stride(0), bias.stride(1));
+    let mut top = f32::cast_from(scores[base]) + f32::cast_from(bias[bb]);
+    for j in 1..keys {
+        top = f32::max(top, f32::cast_from(scores[base + j * sk]) + f32::cast_from(bias[bb + j * bk]));
+    }
+    let mut sum = 0.0f32;
+    for j in 0..keys {
+        sum += f32::exp(f32::cast_from(scores[base + j * sk]) + f32::cast_from(bias[bb + j * bk]) - top);
+    }
+    let mut s0 = 0u32;
+    let mut s1 = 0u32;
+    if dropout {
+        s0 = seed_word::<F>(seeds, 0) + seed_word::<F>(seeds, 1) * 2048u32;
+        s1 = seed_word::<F>(seeds, 2) + seed_word::<F>(seeds, 3) * 2048u32;
+    }
+    for j in 0..keys {
+        let p = f32::exp(f32::cast_from(scores[base + j * sk]) + f32::cast_from(bias[bb + j * bk]) - top) / sum;
+        let at = row * keys + j;
+        y[at] = F::cast_from(p);
+        if dropout {
+            let hash = fmix(fmix(u32::cast_from(at) * 0x9e37_79b9u32 ^ s0) ^ s1);
+            let mut kept = 0.0f32;
+            if hash < threshold {
+                kept = p * scale;
+            }
+            out[at] = F::cast_from(kept);
+        } else {
+            out[at] = F::cast_from(p);
+        }
+    }
+}
+
+/// Gradient of [`softmax_dropout_kernel`] with respect to the scores, from the softmax `y`, the
+/// dropped-out output `out` and its gradient: `grad * out - y * sum_keys(grad * out)` (with
+/// `out = y`, the plain softmax's gradient). One unit per row.
+#[cube(launch)]
+fn softmax_dropout_backward_kernel<F: Float>(
+    y: &Tensor<F>,
+    out: &Tensor<F>,
+    grad: &Tensor<F>,
+    gs: &mut Tensor<F>,
+    #[comptime] _revision: u64,
+    #[define(F)] _dtype: StorageType,
+) {
+    let (heads, queries, keys) = (y.shape(1), y.shape(2), y.shape(3));
+    let row = ABSOLUTE_POS;
+    if row >= y.shape(0) * heads * queries {
+        terminate!();
+    }
+    let q = row % queries;
+    let h = (row / queries) % heads;
+    let b = row / (queries * heads);
+    let mut dot = 0.0f32;
+    for j in 0..keys {
+        dot += f32::cast_from(grad[row_at::<F>(grad, b, h, q, j)]) * f32::cast_from(out[row_at::<F>(out, b, h, q, j)]);
+    }
+    for j in 0..keys {
+        let g = f32::cast_from(grad[row_at::<F>(grad, b, h, q, j)]) * f32::cast_from(out[row_at::<F>(out, b, h, q, j)]);
+        gs[row * keys + j] = F::cast_from(g - f32::cast_from(y[row_at::<F>(y, b, h, q, j)]) * dot);
+    }
+}
+
+/// Dropout on the attention weights: keep an element when its hash is below `threshold`, and
+/// multiply the kept ones by `scale`; `None`: no dropout.
+#[derive(Clone, Debug)]
+pub(crate) struct Drop {
+    /// `(1 - p) x 2^32`, rounded.
+    pub threshold: u32,
+    /// `1 / (1 - p)`.
+    pub scale: f32,
+}
+
+/// Softmax over keys of `scores [B, H, Q, K] + bias [B, K]` and, with `drop`, its dropped-out
+/// copy (the seeds are the third input); without, the copy is the softmax again.
+pub(crate) fn softmax_dropout<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, drop: &Option<Drop>) -> Vec<CubeTensor<R>> {
+    let [scores, bias, seeds] = take(inputs);
+    let shape = Shape::new(dims::<R, 4>(&scores));
+    let rows = shape[0] * shape[1] * shape[2];
+    let y = empty(&scores, shape.clone());
+    let out = empty(&scores, shape);
+    let (count, cube_dim) = units_for(&y.client, rows);
+    let dtype = storage(y.dtype);
+    let (threshold, scale) = drop.as_ref().map_or((0, 1.0), |d| (d.threshold, d.scale));
+    softmax_dropout_kernel::launch::<R>(
+        &y.client,
+        count,
+        cube_dim,
+        scores.into_tensor_arg(),
+        bias.into_tensor_arg(),
+        seeds.into_tensor_arg(),
+        y.clone().into_tensor_arg(),
+        out.clone().into_tensor_arg(),
+        threshold,
+        scale,
+        drop.is_some(),
+        REVISION,
+        dtype,
+    );
+    vec![y, out]
+}
+
+/// Gradient of [`softmax_dropout`] with respect to the scores, from `y`, `out` and `out`'s
+/// gradient.
+pub(crate) fn softmax_dropout_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, _: &()) -> Vec<CubeTensor<R>> {
+    let [y, out, grad] = take(inputs);
+    let shape = dims::<R, 4>(&y);
+    let gs = empty(&y, Shape::new(shape));
+    let (count, cube_dim) = units_for(&gs.client, shape[0] * shape[1] * shape[2]);
+    let dtype = storage(y.dtype);
+    softmax_dropout_backward_kernel::launch::<R>(
+        &gs.client,
+        count,
+        cube_dim,
+        y.into_tensor_arg(),
+        out.into_tensor_arg(),
+        grad.into_tensor_arg(),
+        gs.clone().into_tensor_arg(),
+        REVISION,
+        dtype,
+    );
+    vec![gs]
 }
 
 /// Where [`view`] cuts its tensor: the first element and the shape.

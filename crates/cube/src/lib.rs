@@ -101,6 +101,32 @@ pub fn channel_stats(x: &DispatchTensor) -> Option<DispatchTensor> {
     Some(stats)
 }
 
+/// Training-mode BatchNorm of `x [N, C]` in one launch: `(x - mean) / sqrt(var + eps) * gamma +
+/// beta` with the batch's statistics, those statistics (`[2, C]`: mean, biased variance, for the
+/// backward pass), and the running `mean`, `var` (`[C]`) after the batch, `running * (1 -
+/// momentum) + batch * momentum`. Returns `(y, stats, new_mean, new_var)`.
+pub fn channel_norm_train(
+    x: &DispatchTensor,
+    gamma: &DispatchTensor,
+    beta: &DispatchTensor,
+    running: (&DispatchTensor, &DispatchTensor),
+    eps: f64,
+    momentum: f64,
+) -> Option<[DispatchTensor; 4]> {
+    let s = x.shape();
+    let (mean, var) = running;
+    let per_channel = [gamma, beta, mean, var].iter().all(|t| t.shape().num_dims() == 1 && t.shape()[0] == s[1]);
+    if s.num_dims() != 2 || !per_channel {
+        return None;
+    }
+    let c = s[1];
+    let shapes = vec![s.clone(), Shape::new([2, c]), Shape::new([c]), Shape::new([c])];
+    let set = kernels::NormSettings { eps: eps as f32, weights: [(1.0 - momentum) as f32, momentum as f32] };
+    let launch = Launchers::of(kernels::channel_norm_train, kernels::channel_norm_train);
+    let op = Op { name: "channel_norm_train", bindings: 9, shared: 0, launch };
+    op.run(&[x, gamma, beta, mean, var], shapes, set)
+}
+
 /// Gradients of training-mode BatchNorm (`x [N, C]` normalized with `stats` from
 /// [`channel_stats`], scaled by `gamma [C]`) with respect to `x`, `gamma` and `beta`; `eps` is
 /// the epsilon added to the variance.
@@ -233,6 +259,49 @@ pub fn attention_values_backward(
     let op = Op { name: "attention_values_backward", bindings: 6, shared: 0, launch };
     let [gattn, gqkv] = op.run(&[attn, qkv, grad], vec![attn.shape(), qkv.shape()], ())?;
     Some((gattn, gqkv))
+}
+
+/// Softmax over the keys of `scores [B, H, Q, K] + bias [B, K]`, and its copy with dropout of
+/// probability `prob` (`0 <= prob < 1`; 0: the copy is the softmax). The mask is a hash of each
+/// element's index and a seed made of `seeds`: four whole numbers below 2048 in the scores'
+/// dtype, drawn on the device (`prob` 0: unused, any tensor of that dtype).
+pub fn softmax_dropout(
+    scores: &DispatchTensor,
+    bias: &DispatchTensor,
+    seeds: &DispatchTensor,
+    prob: f64,
+) -> Option<(DispatchTensor, DispatchTensor)> {
+    let (s, b) = (scores.shape(), bias.shape());
+    let ok = s.num_dims() == 4 && b.num_dims() == 2 && (b[0], b[1]) == (s[0], s[3]) && s[3] > 0;
+    if !ok || !(0.0..1.0).contains(&prob) || (prob > 0.0 && seeds.shape().num_elements() < 4) {
+        return None;
+    }
+    let drop = (prob > 0.0).then(|| {
+        let keep = 1.0 - prob;
+        let threshold = (keep * 4_294_967_296.0).round().min(u32::MAX as f64) as u32;
+        kernels::Drop { threshold, scale: (1.0 / keep) as f32 }
+    });
+    let launch = Launchers::of(kernels::softmax_dropout, kernels::softmax_dropout);
+    let op = Op { name: "softmax_dropout", bindings: 5, shared: 0, launch };
+    let [y, out] = op.run(&[scores, bias, seeds], vec![s.clone(), s], drop)?;
+    Some((y, out))
+}
+
+/// Gradient of [`softmax_dropout`] with respect to the scores, from the softmax `y`, the copy
+/// `out` and `out`'s gradient (for the plain softmax, `out` is `y`).
+pub fn softmax_dropout_backward(
+    y: &DispatchTensor,
+    out: &DispatchTensor,
+    grad: &DispatchTensor,
+) -> Option<DispatchTensor> {
+    let s = y.shape();
+    if s.num_dims() != 4 || out.shape() != s || grad.shape() != s {
+        return None;
+    }
+    let launch = Launchers::of(kernels::softmax_dropout_backward, kernels::softmax_dropout_backward);
+    let op = Op { name: "softmax_dropout_backward", bindings: 4, shared: 0, launch };
+    let [gs] = op.run(&[y, out, grad], vec![s], ())?;
+    Some(gs)
 }
 
 /// `[rows, 3 D]` of a fused projection.

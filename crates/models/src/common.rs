@@ -131,11 +131,19 @@ impl<B: Kernels> ChannelNorm<B> {
         let rows =
             if dtype == DType::F32 { x.reshape([b * t, c]) } else { x.reshape([b * t, c]).cast(FloatDType::F32) };
         let y = if B::ad_enabled(&rows.device()) && self.bn.epsilon == crate::kernels::NORM_EPS {
-            let (y, stats) = crate::kernels::ops::channel_norm_train(rows, self.bn.gamma.val(), self.bn.beta.val());
-            let running_mean = self.bn.running_mean.value_sync().to_device(&y.device());
-            let running_var = self.bn.running_var.value_sync().to_device(&y.device());
-            let (mean, var) =
-                crate::kernels::ops::running_stats(stats.detach(), running_mean, running_var, self.bn.momentum);
+            let device = rows.device();
+            let running_mean = self.bn.running_mean.value_sync().to_device(&device);
+            let running_var = self.bn.running_var.value_sync().to_device(&device);
+            let (gamma, beta, momentum) = (self.bn.gamma.val(), self.bn.beta.val(), self.bn.momentum);
+            let running = (running_mean.clone(), running_var.clone());
+            let fused =
+                crate::kernels::ops::channel_norm_fused(rows.clone(), gamma.clone(), beta.clone(), running, momentum);
+            let (y, mean, var) = fused.unwrap_or_else(|| {
+                let (y, stats) = crate::kernels::ops::channel_norm_train(rows, gamma, beta);
+                let (mean, var) =
+                    crate::kernels::ops::running_stats(stats.detach(), running_mean, running_var, momentum);
+                (y, mean, var)
+            });
             self.bn.running_mean.update(mean.detach());
             self.bn.running_var.update(var.detach());
             y

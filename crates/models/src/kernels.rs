@@ -130,25 +130,37 @@ pub trait Kernels: Backend {
     /// # Shapes
     /// - scores: `[batch, heads, query, key]`, bias: `[batch, key]` -> like scores
     fn key_biased_softmax(scores: FloatTensor<Self>, bias: FloatTensor<Self>) -> FloatTensor<Self> {
-        let (s, bias) = (wrap::<Self, 4>(scores), wrap::<Self, 2>(bias));
-        if host_ok(&s) && host_ok(&bias) {
-            let ([b, h, q, k], device) = (s.dims(), s.device());
-            let out = host::key_biased_softmax(host_data(s).f32(), host_data(bias).f32(), b, h * q, k);
-            return host_tensor::<Self, _>(out, [b, h, q, k], &device);
-        }
-        unwrap(reference::key_biased_softmax(s, bias))
+        portable::key_biased_softmax::<Self>(scores, bias)
     }
 
     /// Gradient of a softmax over the last axis from its output `y`: `y * (grad - sum(grad * y))`.
     fn softmax_backward(y: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
-        let (y, g) = (wrap::<Self, 4>(y), wrap::<Self, 4>(grad));
-        if host_ok(&y) && host_ok(&g) {
-            let ([b, h, q, k], device) = (y.dims(), y.device());
-            let out = host::softmax_backward(host_data(y).f32(), host_data(g).f32(), b * h * q, k);
-            return host_tensor::<Self, _>(out, [b, h, q, k], &device);
-        }
-        let dot = (g.clone() * y.clone()).sum_dim(3);
-        unwrap(y * (g - dot))
+        portable::softmax_backward::<Self>(y, grad)
+    }
+
+    /// [`Kernels::key_biased_softmax`] and its copy with dropout of probability `prob` in one
+    /// kernel, where the backend has one (`None` elsewhere): the mask is a hash of each element's
+    /// index and a seed made of `seeds` (four whole numbers below 2048 in the scores' dtype,
+    /// drawn on the device, so no host read), as [`dropout_mask`] makes it on the host.
+    fn softmax_dropout(
+        _scores: FloatTensor<Self>,
+        _bias: FloatTensor<Self>,
+        _seeds: FloatTensor<Self>,
+        _prob: f64,
+    ) -> Option<(FloatTensor<Self>, FloatTensor<Self>)> {
+        None
+    }
+
+    /// Gradient of [`Kernels::softmax_dropout`] with respect to the scores, from the softmax
+    /// `y`, the dropped-out copy `out` and its gradient: `grad * out - y * sum_keys(grad * out)`.
+    fn softmax_dropout_backward(
+        y: FloatTensor<Self>,
+        out: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        let (y, out, g) = (wrap::<Self, 4>(y), wrap::<Self, 4>(out), wrap::<Self, 4>(grad));
+        let kept = g * out;
+        unwrap(kept.clone() - y * kept.sum_dim(3))
     }
 
     /// Dropout (probability `prob`) on [`Kernels::key_biased_softmax`]'s output, the attention
@@ -157,9 +169,11 @@ pub trait Kernels: Backend {
     /// fused op whose keep mask is a counter-based hash of `seed` and the element's index
     /// ([`dropout_mask`]): regenerated in the backward pass instead of stored, and drawn in
     /// parallel instead of element by element from one generator. `seed: None` draws the seed
-    /// from the backend's random stream (`Backend::seed` makes it repeatable). Off the host, and
-    /// for half precision, it is Burn's `Dropout` after the softmax (its own random stream; `seed`
-    /// unused).
+    /// from the backend's random stream (`Backend::seed` makes it repeatable). On a device with
+    /// the GPU kernels ([`Kernels::fused_kernels`]) it is one kernel with the same kind of mask,
+    /// its seed drawn from the backend's stream on the device ([`Kernels::softmax_dropout`];
+    /// `seed` unused). Elsewhere it is Burn's `Dropout` after the softmax (its own random stream;
+    /// `seed` unused).
     ///
     /// # Shapes
     /// - scores: `[batch, heads, query, key]`, bias: `[batch, key]` -> like scores
@@ -351,6 +365,20 @@ pub trait Kernels: Backend {
         unwrap(reference::channel_norm(x, s, g, bt))
     }
 
+    /// Training-mode BatchNorm of `[rows, C]` and the running statistics after the batch in one
+    /// kernel, where the backend has one (`None` elsewhere): `[y, stats, new_mean, new_var]`,
+    /// as [`Kernels::channel_stats`], [`Kernels::channel_norm`] and [`Kernels::running_stats`]
+    /// give them (`running`: the running mean and variance, `[C]` each).
+    fn channel_norm_fused(
+        _x: FloatTensor<Self>,
+        _gamma: FloatTensor<Self>,
+        _beta: FloatTensor<Self>,
+        _running: (FloatTensor<Self>, FloatTensor<Self>),
+        _momentum: f64,
+    ) -> Option<[FloatTensor<Self>; 4]> {
+        None
+    }
+
     /// Gradients of training-mode BatchNorm (through the batch statistics) with respect to `x`,
     /// `gamma` and `beta`.
     fn channel_norm_backward(
@@ -380,6 +408,27 @@ pub trait Kernels: Backend {
 /// host loops on host-resident f32 data, else the [`reference`] ops.
 mod portable {
     use super::*;
+
+    pub(super) fn key_biased_softmax<B: Kernels>(scores: FloatTensor<B>, bias: FloatTensor<B>) -> FloatTensor<B> {
+        let (s, bias) = (wrap::<B, 4>(scores), wrap::<B, 2>(bias));
+        if host_ok(&s) && host_ok(&bias) {
+            let ([b, h, q, k], device) = (s.dims(), s.device());
+            let out = host::key_biased_softmax(host_data(s).f32(), host_data(bias).f32(), b, h * q, k);
+            return host_tensor::<B, _>(out, [b, h, q, k], &device);
+        }
+        unwrap(reference::key_biased_softmax(s, bias))
+    }
+
+    pub(super) fn softmax_backward<B: Kernels>(y: FloatTensor<B>, grad: FloatTensor<B>) -> FloatTensor<B> {
+        let (y, g) = (wrap::<B, 4>(y), wrap::<B, 4>(grad));
+        if host_ok(&y) && host_ok(&g) {
+            let ([b, h, q, k], device) = (y.dims(), y.device());
+            let out = host::softmax_backward(host_data(y).f32(), host_data(g).f32(), b * h * q, k);
+            return host_tensor::<B, _>(out, [b, h, q, k], &device);
+        }
+        let dot = (g.clone() * y.clone()).sum_dim(3);
+        unwrap(y * (g - dot))
+    }
 
     pub(super) fn causal_dwconv<B: Kernels>(x: FloatTensor<B>, w: FloatTensor<B>) -> FloatTensor<B> {
         let (x, w) = (wrap::<B, 3>(x), wrap::<B, 2>(w));
@@ -590,6 +639,37 @@ impl Kernels for burn::Dispatch {
         cube::available(x)
     }
 
+    fn key_biased_softmax(scores: FloatTensor<Self>, bias: FloatTensor<Self>) -> FloatTensor<Self> {
+        match cube::softmax_dropout(&scores, &bias, &bias, 0.0) {
+            Some((y, _)) => y,
+            None => portable::key_biased_softmax::<Self>(scores, bias),
+        }
+    }
+
+    fn softmax_backward(y: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
+        cube::softmax_dropout_backward(&y, &y, &grad).unwrap_or_else(|| portable::softmax_backward::<Self>(y, grad))
+    }
+
+    fn softmax_dropout(
+        scores: FloatTensor<Self>,
+        bias: FloatTensor<Self>,
+        seeds: FloatTensor<Self>,
+        prob: f64,
+    ) -> Option<(FloatTensor<Self>, FloatTensor<Self>)> {
+        cube::softmax_dropout(&scores, &bias, &seeds, prob)
+    }
+
+    fn softmax_dropout_backward(
+        y: FloatTensor<Self>,
+        out: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        cube::softmax_dropout_backward(&y, &out, &grad).unwrap_or_else(|| {
+            let kept = wrap::<Self, 4>(grad) * wrap::<Self, 4>(out);
+            unwrap(kept.clone() - wrap::<Self, 4>(y) * kept.sum_dim(3))
+        })
+    }
+
     fn eca(x: FloatTensor<Self>, weights: FloatTensor<Self>, w: FloatTensor<Self>) -> FloatTensor<Self> {
         cube::eca(&x, &weights, &w).unwrap_or_else(|| unwrap(reference::eca::<Self>(wrap(x), wrap(weights), wrap(w))))
     }
@@ -630,6 +710,16 @@ impl Kernels for burn::Dispatch {
             let (ga, gq) = reference::attention_values_backward::<Self>(wrap(attn), wrap(qkv), wrap(grad));
             (unwrap(ga), unwrap(gq))
         })
+    }
+
+    fn channel_norm_fused(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        running: (FloatTensor<Self>, FloatTensor<Self>),
+        momentum: f64,
+    ) -> Option<[FloatTensor<Self>; 4]> {
+        cube::channel_norm_train(&x, &gamma, &beta, (&running.0, &running.1), NORM_EPS, momentum)
     }
 
     fn channel_stats(x: FloatTensor<Self>) -> FloatTensor<Self> {
@@ -738,6 +828,63 @@ fn unary_op<B: Kernels, C: CheckpointStrategy, S: Clone + Send + core::fmt::Debu
     }
 }
 
+/// [`Kernels::key_biased_softmax_dropout`] through [`Kernels::softmax_dropout`] (one kernel;
+/// its seeds drawn from the backend's random stream on the device), recorded with autodiff;
+/// `None` where the backend has no such kernel.
+fn fused_softmax_dropout<B: Kernels, C: CheckpointStrategy>(
+    scores: &FloatTensor<Autodiff<B, C>>,
+    bias: &FloatTensor<Autodiff<B, C>>,
+    prob: f64,
+) -> Option<FloatTensor<Autodiff<B, C>>> {
+    #[derive(Debug)]
+    struct SoftmaxDropoutKernel;
+    impl<B: Kernels> Backward<B, 1> for SoftmaxDropoutKernel {
+        type State = (FloatTensor<B>, FloatTensor<B>);
+        fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+            let [ps] = ops.parents;
+            let grad = grads.consume::<B>(&ops.node);
+            if let Some(node) = ps {
+                let (y, out) = ops.state;
+                grads.register::<B>(node.id, B::softmax_dropout_backward(y, out, grad));
+            }
+        }
+    }
+    use burn::tensor::TensorMetadata;
+    let device = B::float_device(&scores.primitive);
+    let dtype = scores.primitive.dtype();
+    let seeds = Tensor::<B, 1>::random([4], burn::tensor::Distribution::Uniform(0.0, 2048.0), (&device, dtype));
+    let (y, out) = B::softmax_dropout(scores.primitive.clone(), bias.primitive.clone(), unwrap(seeds), prob)?;
+    // The bias (padding mask) is a constant: only `scores` is a parent.
+    Some(match SoftmaxDropoutKernel.prepare::<C>([scores.node.clone()]).compute_bound().stateful() {
+        OpsKind::Tracked(prep) => prep.finish((y, out.clone()), out),
+        OpsKind::UnTracked(prep) => prep.finish(out),
+    })
+}
+
+/// The backward step of training-mode BatchNorm: closed-form gradients with respect to `x`,
+/// `gamma` and `beta` from `x`, its batch statistics and `gamma` (saved as the state).
+#[derive(Debug)]
+struct NormOp;
+
+impl<B: Kernels> Backward<B, 3> for NormOp {
+    type State = (FloatTensor<B>, FloatTensor<B>, FloatTensor<B>);
+    fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [px, pg, pb] = ops.parents;
+        let grad = grads.consume::<B>(&ops.node);
+        let (x, stats, gamma) = ops.state;
+        let (gx, gg, gb) = B::channel_norm_backward(x, stats, gamma, grad);
+        if let Some(node) = px {
+            grads.register::<B>(node.id, gx);
+        }
+        if let Some(node) = pg {
+            grads.register::<B>(node.id, gg);
+        }
+        if let Some(node) = pb {
+            grads.register::<B>(node.id, gb);
+        }
+    }
+}
+
 impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
     fn causal_dwconv(x: FloatTensor<Self>, w: FloatTensor<Self>) -> FloatTensor<Self> {
         pair_op::<B, C>(x, w, B::causal_dwconv, B::causal_dwconv_backward)
@@ -816,6 +963,11 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
         let device = B::float_device(&scores.primitive);
         let host =
             B::host_resident(&device) && scores.primitive.dtype() == DType::F32 && bias.primitive.dtype() == DType::F32;
+        if prob > 0.0 && !host && B::fused_kernels(&scores.primitive) {
+            if let Some(out) = fused_softmax_dropout::<B, C>(&scores, &bias, prob) {
+                return out;
+            }
+        }
         if prob <= 0.0 || !host {
             let y = wrap::<Self, 4>(Self::key_biased_softmax(scores, bias));
             return unwrap(burn::nn::DropoutConfig::new(prob).init().forward(y));
@@ -931,35 +1083,40 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
         (<Self as AutodiffBackend>::from_inner(m), <Self as AutodiffBackend>::from_inner(v))
     }
 
+    fn channel_norm_fused(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        running: (FloatTensor<Self>, FloatTensor<Self>),
+        momentum: f64,
+    ) -> Option<[FloatTensor<Self>; 4]> {
+        use burn::tensor::backend::AutodiffBackend;
+        let (mean, var) = (running.0.primitive, running.1.primitive);
+        let [y, stats, m, v] = B::channel_norm_fused(
+            x.primitive.clone(),
+            gamma.primitive.clone(),
+            beta.primitive.clone(),
+            (mean, var),
+            momentum,
+        )?;
+        let parents = [x.node.clone(), gamma.node.clone(), beta.node.clone()];
+        let y = match NormOp.prepare::<C>(parents).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => prep.finish((x.primitive, stats.clone(), gamma.primitive), y),
+            OpsKind::UnTracked(prep) => prep.finish(y),
+        };
+        let from_inner = <Self as AutodiffBackend>::from_inner;
+        Some([y, from_inner(stats), from_inner(m), from_inner(v)])
+    }
+
     fn channel_norm(
         x: FloatTensor<Self>,
         stats: FloatTensor<Self>,
         gamma: FloatTensor<Self>,
         beta: FloatTensor<Self>,
     ) -> FloatTensor<Self> {
-        #[derive(Debug)]
-        struct Norm;
-        impl<B: Kernels> Backward<B, 3> for Norm {
-            type State = (FloatTensor<B>, FloatTensor<B>, FloatTensor<B>);
-            fn backward(self, ops: Ops<Self::State, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
-                let [px, pg, pb] = ops.parents;
-                let grad = grads.consume::<B>(&ops.node);
-                let (x, stats, gamma) = ops.state;
-                let (gx, gg, gb) = B::channel_norm_backward(x, stats, gamma, grad);
-                if let Some(node) = px {
-                    grads.register::<B>(node.id, gx);
-                }
-                if let Some(node) = pg {
-                    grads.register::<B>(node.id, gg);
-                }
-                if let Some(node) = pb {
-                    grads.register::<B>(node.id, gb);
-                }
-            }
-        }
         // `stats` is a function of `x` computed without tracking; the closed-form backward
         // includes its contribution.
-        match Norm.prepare::<C>([x.node.clone(), gamma.node.clone(), beta.node.clone()]).compute_bound().stateful() {
+        match NormOp.prepare::<C>([x.node.clone(), gamma.node.clone(), beta.node.clone()]).compute_bound().stateful() {
             OpsKind::Tracked(prep) => {
                 let out = B::channel_norm(
                     x.primitive.clone(),
@@ -1058,6 +1215,20 @@ pub mod ops {
     /// See [`Kernels::attention_values`].
     pub fn attention_values<B: Kernels>(attn: Tensor<B, 4>, qkv: Tensor<B, 2>) -> Tensor<B, 2> {
         wrap(B::attention_values(unwrap(attn), unwrap(qkv)))
+    }
+
+    /// See [`Kernels::channel_norm_fused`]: `(y, new_mean, new_var)` where the backend runs it as
+    /// one kernel, `None` elsewhere.
+    pub fn channel_norm_fused<B: Kernels>(
+        x: Tensor<B, 2>,
+        gamma: Tensor<B, 1>,
+        beta: Tensor<B, 1>,
+        running: (Tensor<B, 1>, Tensor<B, 1>),
+        momentum: f64,
+    ) -> Option<(Tensor<B, 2>, Tensor<B, 1>, Tensor<B, 1>)> {
+        let running = (unwrap(running.0), unwrap(running.1));
+        let [y, _, m, v] = B::channel_norm_fused(unwrap(x), unwrap(gamma), unwrap(beta), running, momentum)?;
+        Some((wrap(y), wrap(m), wrap(v)))
     }
 
     /// See [`Kernels::running_stats`].

@@ -1039,7 +1039,8 @@ mod slow {
                 let (gx, gg, gb) =
                     cube::channel_norm_backward(&prim2(&x2), &prim2(&stats), &prim1(&gamma), &prim2(&g2), NORM_EPS)
                         .expect("norm backward runs on WGPU");
-                let (gx_ref, gg_ref, gb_ref) = reference::channel_norm_backward(x2, stats.clone(), gamma, g2);
+                let (gx_ref, gg_ref, gb_ref) =
+                    reference::channel_norm_backward(x2.clone(), stats.clone(), gamma.clone(), g2);
                 close(&format!("{name} norm dx"), &values(wrap2(gx)), &values(gx_ref), tol * 10.0);
                 close(&format!("{name} norm dgamma"), &values(wrap1(gg)), &values(gg_ref), tol * 10.0);
                 close(&format!("{name} norm dbeta"), &values(wrap1(gb)), &values(gb_ref), tol * 10.0);
@@ -1047,9 +1048,20 @@ mod slow {
                     (rand([1, 1, c], 5).reshape([c]).cast(dtype), rand([1, 1, c], 6).reshape([c]).cast(dtype));
                 let (m, v) =
                     cube::running_stats(&prim2(&stats), &prim1(&mean), &prim1(&var), 0.05).expect("runs on WGPU");
-                let (m_ref, v_ref) = reference::running_stats(stats.clone(), mean, var, 0.05);
-                close(&format!("{name} running mean"), &values(wrap1(m)), &values(m_ref), tol);
-                close(&format!("{name} running var"), &values(wrap1(v)), &values(v_ref), tol);
+                let (m_ref, v_ref) = reference::running_stats(stats.clone(), mean.clone(), var.clone(), 0.05);
+                close(&format!("{name} running mean"), &values(wrap1(m)), &values(m_ref.clone()), tol);
+                close(&format!("{name} running var"), &values(wrap1(v)), &values(v_ref.clone()), tol);
+                // All of the forward in one launch.
+                let beta = rand([1, 1, c], 7).reshape([c]).cast(dtype);
+                let running = (&prim1(&mean), &prim1(&var));
+                let [y, st, m, v] =
+                    cube::channel_norm_train(&prim2(&x2), &prim1(&gamma), &prim1(&beta), running, NORM_EPS, 0.05)
+                        .expect("the fused norm runs on WGPU");
+                let y_ref = reference::channel_norm(x2.clone(), stats.clone(), gamma.clone(), beta);
+                close(&format!("{name} fused norm"), &values(wrap2(y)), &values(y_ref), tol * 10.0);
+                close(&format!("{name} fused stats"), &values(wrap2(st)), &values(stats.clone()), tol);
+                close(&format!("{name} fused running mean"), &values(wrap1(m)), &values(m_ref), tol);
+                close(&format!("{name} fused running var"), &values(wrap1(v)), &values(v_ref), tol);
             }
         }
         // ECA and the attention ops on the fused projection, forward and backward, against the
@@ -1113,6 +1125,28 @@ mod slow {
                 close(&format!("{name} values dqkv"), &values(wrap2(gq)), &values(gq_ref), tol * 10.0);
             }
         }
+        // Softmax with dropout in one kernel: the softmax is the reference's, the kept weights are
+        // those of the host's mask for the seed its four seed words make, and the gradient is the
+        // closed form `g * out - y * sum(g * out)`.
+        let [b, h, q, k] = [2, 3, 5, 7];
+        let scores = rand([b * h, q, k], 8).reshape([b, h, q, k]);
+        let pads: Vec<f32> = (0..b * k).map(|i| if i == 2 * k - 1 { -1e4 } else { 0.0 }).collect();
+        let bias = Tensor::<B, 2>::from_data(TensorData::new(pads, [b, k]), &gpu);
+        let seeds = Tensor::<B, 1>::from_data(TensorData::new(vec![5.0f32, 1000.0, 77.0, 2047.0], [4]), &gpu);
+        let (y, out) =
+            cube::softmax_dropout(&prim4(&scores), &prim2(&bias), &prim1(&seeds), 0.3).expect("runs on WGPU");
+        let y_ref = reference::key_biased_softmax(scores, bias);
+        close("softmax", &values(wrap4(y.clone())), &values(y_ref.clone()), 1e-5);
+        let seed = (5 + 1000 * 2048) as u64 | (((77 + 2047 * 2048) as u64) << 32);
+        let mask = models::kernels::dropout_mask(seed, b * h * q * k, 0.3);
+        let kept = Tensor::<B, 4>::from_data(TensorData::new(mask, [b, h, q, k]), &gpu);
+        close("softmax dropout", &values(wrap4(out.clone())), &values(y_ref * kept), 1e-5);
+        let g = rand([b * h, q, k], 9).reshape([b, h, q, k]);
+        let gs = cube::softmax_dropout_backward(&y, &out, &prim4(&g)).expect("runs on WGPU");
+        let (y, out) = (wrap4(y), wrap4(out));
+        let want = g.clone() * out.clone() - y * (g * out).sum_dim(3);
+        close("softmax dropout gradient", &values(wrap4(gs)), &values(want), 1e-5);
+
         // The optimizer's parameter views of its flat buffer: at an aligned start with an end
         // that is not (a view, where Burn's slice copies) and at a start that is not (a copy).
         let flat = Tensor::<B, 1>::from_data(TensorData::new(spread(1024, 0.0, 5.0, 7), [1024]), &gpu);

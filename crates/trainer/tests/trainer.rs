@@ -949,7 +949,7 @@ fn bench_times_every_phase_of_the_configured_model() {
 /// `trainer bench --count` reports them on WGPU; the counts do not depend on the adapter (the
 /// figures and the reference model's are in docs/PERFORMANCE.md). Lower these when the step
 /// gets leaner; a change that raises them must say why.
-const MAX_LAUNCHES_PER_STEP: f64 = 200.0;
+const MAX_LAUNCHES_PER_STEP: f64 = 180.0;
 const MAX_HOST_WAITS_PER_STEP: f64 = 0.0;
 
 #[test]
@@ -992,9 +992,7 @@ fn a_training_step_on_wgpu_launches_a_bounded_number_of_kernels_and_waits_a_boun
     let ours = [
         "DwconvTapsKernel",
         "DwconvWeightGradKernel",
-        "ChannelStatsKernel",
         "ChannelNormBackwardKernel",
-        "RunningStatsKernel",
         "AssembleKernel",
         "EcaKernel",
         "EcaBackwardKernel",
@@ -1003,6 +1001,9 @@ fn a_training_step_on_wgpu_launches_a_bounded_number_of_kernels_and_waits_a_boun
         "AttentionScoresBackwardKernel",
         "AttentionValuesKernel",
         "AttentionValuesBackwardKernel",
+        "SoftmaxDropoutKernel",
+        "SoftmaxDropoutBackwardKernel",
+        "ChannelNormTrainKernel",
     ];
     for kernel in ours {
         assert!(names.contains(kernel), "{kernel} not launched: {r}");
