@@ -18,6 +18,7 @@
 # second identical run), and against PyTorch (training, inference at batch 1 and BATCH); then the
 # batch `auto` picks and a bench there. At the end the cache comes back as kernels.txz when it
 # compresses to under 16 MiB.
+# REFERENCE=1 adds the f32 step with Burn's tensor ops in place of SignFlow's CubeCL kernels.
 # DEVICE=wgpu runs the same on a WGPU adapter (llvmpipe too: BATCH=8 FRAMES=16 STEPS=2 keep it short).
 set -uo pipefail
 BIN=${BIN:-target/release}
@@ -138,6 +139,13 @@ measure() {
 for p in $PRECISIONS; do
   measure "$p"
 done
+
+# 3b. With REFERENCE=1: the f32 step again with Burn's tensor ops in place of SignFlow's CubeCL
+# kernels (SIGNFLOW_GPU_KERNELS=reference), the kernels' own gain on this GPU.
+if [ "${REFERENCE:-0}" = 1 ]; then
+  SIGNFLOW_GPU_KERNELS=reference step "bench-f32-reference-ops" "$LIMIT" "$BIN/trainer" bench --reference \
+    --device "$DEVICE" --precision f32 "${shape[@]}" --latency-runs 0 --json "$OUT/bench-f32-reference-ops.json"
+fi
 
 # 4. The batch size `auto` picks, and the training step at it.
 # The reference recipe on built-in synthetic data (data.path empty), so no dataset is needed.

@@ -17,6 +17,8 @@
 //!
 //! The kernels ([`kernels`]) read strided inputs, write contiguous outputs and sum in f32.
 
+#![warn(missing_docs)]
+
 mod check;
 mod fusion;
 mod kernels;

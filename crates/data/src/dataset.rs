@@ -519,12 +519,3 @@ impl burn_dataset::Dataset<Item> for DatasetSplit {
         self.indices.len()
     }
 }
-
-/// Per-class counts, for reports.
-pub fn class_counts(items: &[Item], indices: &[usize]) -> HashMap<usize, usize> {
-    let mut m = HashMap::new();
-    for &i in indices {
-        *m.entry(items[i].label).or_default() += 1;
-    }
-    m
-}

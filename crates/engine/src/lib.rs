@@ -7,6 +7,8 @@
 //! `--precision int8`. Its f32 form equals Burn's forward of the same model within float
 //! rounding (tested), so the int8 figures measure quantization alone.
 
+#![warn(missing_docs)]
+
 pub mod act;
 pub mod dense;
 pub mod graph;

@@ -17,6 +17,8 @@
 //! and `bundle::save_bundle`. `examples/burn_train_learner.rs` puts them together;
 //! docs/GUIDE.md compares both paths.
 
+#![warn(missing_docs)]
+
 pub mod loaders;
 pub mod render;
 pub mod step;
