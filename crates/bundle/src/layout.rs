@@ -66,6 +66,17 @@ pub const OPTIM_FILE: &str = "optim.mpk";
 /// The summary of a cross-validation directory (`<dir>/fold-k/` are its runs).
 pub const CV_FILE: &str = "cv.json";
 
+/// An evaluation's report itself, in every `infer eval --out DIR`.
+pub const EVAL_REPORT_FILE: &str = "eval.json";
+/// An evaluation's per-class precision, recall and F1 (classification).
+pub const EVAL_PER_CLASS_FILE: &str = "per_class.csv";
+/// An evaluation's confusion matrix (classification).
+pub const EVAL_CONFUSION_FILE: &str = "confusion.csv";
+/// An evaluation's predictions, one row per evaluated sequence.
+pub const EVAL_PREDICTIONS_FILE: &str = "predictions.csv";
+/// The files an evaluation writes (a CTC model's report: the first and the last).
+pub const EVAL_FILES: [&str; 4] = [EVAL_REPORT_FILE, EVAL_PER_CLASS_FILE, EVAL_CONFUSION_FILE, EVAL_PREDICTIONS_FILE];
+
 /// `<run>/checkpoints`.
 pub fn checkpoints_dir(run_dir: &Path) -> PathBuf {
     run_dir.join(CHECKPOINTS_DIR)

@@ -232,22 +232,14 @@ pub struct SkippedFile {
 /// Calibration bins (equal width over the confidence of the predicted class).
 pub const ECE_BINS: usize = 15;
 
-/// The report itself, in every `infer eval --out DIR`.
-pub const REPORT_JSON: &str = "eval.json";
-/// Per-class precision, recall and F1 (classification).
-pub const PER_CLASS_CSV: &str = "per_class.csv";
-/// The confusion matrix (classification).
-pub const CONFUSION_CSV: &str = "confusion.csv";
-/// One row per evaluated sequence.
-pub const PREDICTIONS_CSV: &str = "predictions.csv";
-/// The files `infer eval --out DIR` writes (a CTC model's report: the first and the last).
-pub const REPORT_FILES: [&str; 4] = [REPORT_JSON, PER_CLASS_CSV, CONFUSION_CSV, PREDICTIONS_CSV];
+// The report's file names are `bundle::layout`'s `EVAL_*` (every on-disk name is defined there).
+use bundle::layout::{EVAL_CONFUSION_FILE, EVAL_FILES, EVAL_PER_CLASS_FILE, EVAL_PREDICTIONS_FILE, EVAL_REPORT_FILE};
 
 /// The largest `eval.json` read to recognise an earlier report.
-const MAX_REPORT_JSON: u64 = 256 << 20;
+const MAX_REPORT_BYTES: u64 = 256 << 20;
 
 /// Refuse `dir` for an evaluation report unless it is new, empty, or holds only an earlier report
-/// (nothing but [`REPORT_FILES`], with an `eval.json` that reads as one): a report never
+/// (nothing but [`EVAL_FILES`], with an `eval.json` that reads as one): a report never
 /// overwrites files of someone else's that happen to share its names.
 pub fn check_report_dir(dir: &Path) -> Result<()> {
     let names = bundle::layout::entries(dir)?;
@@ -262,17 +254,17 @@ pub fn check_report_dir(dir: &Path) -> Result<()> {
             ),
         })
     };
-    let foreign: Vec<&String> = names.iter().filter(|n| !REPORT_FILES.contains(&n.as_str())).collect();
+    let foreign: Vec<&String> = names.iter().filter(|n| !EVAL_FILES.contains(&n.as_str())).collect();
     if !foreign.is_empty() {
         return refuse(format!(
             "holds files that are not an evaluation report ({})",
             bundle::layout::first_names(&foreign)
         ));
     }
-    let json = dir.join(REPORT_JSON);
+    let json = dir.join(EVAL_REPORT_FILE);
     let earlier = std::fs::symlink_metadata(&json)
         .ok()
-        .filter(|m| m.is_file() && m.len() <= MAX_REPORT_JSON)
+        .filter(|m| m.is_file() && m.len() <= MAX_REPORT_BYTES)
         .and_then(|_| std::fs::read(&json).ok())
         .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
         .is_some_and(|v| ["model_dir", "data", "split", "n", "engine"].iter().all(|k| v.get(k).is_some()));
@@ -280,7 +272,7 @@ pub fn check_report_dir(dir: &Path) -> Result<()> {
         return refuse(format!(
             "holds {} without an {} that reads as an evaluation report",
             bundle::layout::first_names(&names),
-            REPORT_JSON
+            EVAL_REPORT_FILE
         ));
     }
     Ok(())
@@ -546,7 +538,7 @@ impl EvalReport {
             out.push(path);
             Ok(())
         };
-        put(REPORT_JSON, serde_json::to_string_pretty(self).expect("report serializes") + "\n")?;
+        put(EVAL_REPORT_FILE, serde_json::to_string_pretty(self).expect("report serializes") + "\n")?;
         let mut pc = String::from("label,support,predicted,correct,precision,recall,f1\n");
         for c in &self.per_class {
             let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.6}"));
@@ -562,7 +554,7 @@ impl EvalReport {
                 opt(c.f1)
             );
         }
-        put(PER_CLASS_CSV, pc)?;
+        put(EVAL_PER_CLASS_FILE, pc)?;
         let mut cm = String::from("label");
         for l in &self.labels {
             cm.push(',');
@@ -576,7 +568,7 @@ impl EvalReport {
             }
             cm.push('\n');
         }
-        put(CONFUSION_CSV, cm)?;
+        put(EVAL_CONFUSION_FILE, cm)?;
         let mut pr = String::from("path,group,label,predicted,confidence,label_probability,correct\n");
         for p in &self.predictions {
             let _ = writeln!(
@@ -591,7 +583,7 @@ impl EvalReport {
                 p.correct
             );
         }
-        put(PREDICTIONS_CSV, pr)?;
+        put(EVAL_PREDICTIONS_FILE, pr)?;
         Ok(out)
     }
 }

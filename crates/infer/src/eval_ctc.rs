@@ -136,7 +136,7 @@ impl CtcEvalReport {
     pub fn write_dir(&self, dir: &Path) -> Result<Vec<PathBuf>> {
         eval::check_report_dir(dir)?;
         std::fs::create_dir_all(dir).map_err(|e| InferError::File { path: dir.into(), message: e.to_string() })?;
-        let json_path = dir.join(eval::REPORT_JSON);
+        let json_path = dir.join(bundle::layout::EVAL_REPORT_FILE);
         bundle::atomic::write_json(&json_path, self)?;
         let mut csv = String::from("path,group,reference,hypothesis,edits\n");
         for s in &self.sequences {
@@ -149,7 +149,7 @@ impl CtcEvalReport {
                 s.edits
             );
         }
-        let csv_path = dir.join(eval::PREDICTIONS_CSV);
+        let csv_path = dir.join(bundle::layout::EVAL_PREDICTIONS_FILE);
         bundle::atomic::write_atomic(&csv_path, csv.as_bytes())?;
         Ok(vec![json_path, csv_path])
     }
