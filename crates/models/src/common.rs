@@ -102,6 +102,65 @@ impl DropPath {
         let mask = Tensor::<B, D>::random(shape, Distribution::Bernoulli(keep), &x.device()).cast(x.dtype());
         x * mask.div_scalar(keep)
     }
+
+    /// [`DropPath::forward`] with the mask from `draw` where it has one.
+    pub fn forward_with<B: Kernels, const D: usize>(&self, x: Tensor<B, D>, draw: &DropDraw<B>) -> Tensor<B, D> {
+        if self.prob <= 0.0 || !B::ad_enabled(&x.device()) {
+            return x;
+        }
+        match draw.take::<D>(self.prob) {
+            Some(mask) => x * mask,
+            None => self.forward(x),
+        }
+    }
+}
+
+/// The drop-path masks of one forward pass. On a device with the GPU kernels
+/// ([`crate::kernels::ops::fused_kernels`]) in training, every branch's mask is drawn in one
+/// launch and handed out as a view (a draw per branch is a launch each there); elsewhere each
+/// [`DropPath`] draws its own.
+#[derive(Debug)]
+pub struct DropDraw<B: Backend> {
+    /// `[branches x stride]`: each branch's mask (`0` or `1 / keep` per sample) in its row.
+    flat: Option<Tensor<B, 1>>,
+    prob: f64,
+    stride: usize,
+    batch: usize,
+    next: core::cell::Cell<usize>,
+}
+
+/// Elements per row of [`DropDraw`]'s buffer are a multiple of this, so every row starts at the
+/// device's memory alignment (at most 512 bytes; 256 f16 or f32 elements are at least that).
+const DROP_ROW_ALIGN: usize = 256;
+
+impl<B: Kernels> DropDraw<B> {
+    /// Masks for up to `branches` residual branches over the samples of `like` (`[batch, ..]`,
+    /// the activations' dtype), dropping a branch with probability `prob`.
+    pub fn new<const D: usize>(prob: f64, branches: usize, like: &Tensor<B, D>) -> Self {
+        let batch = like.dims()[0];
+        let stride = batch.div_ceil(DROP_ROW_ALIGN) * DROP_ROW_ALIGN;
+        let device = like.device();
+        let at_once = prob > 0.0 && branches > 0 && B::ad_enabled(&device) && crate::kernels::ops::fused_kernels(like);
+        let flat = at_once.then(|| {
+            let keep = 1.0 - prob;
+            Tensor::<B, 1>::random([branches * stride], Distribution::Bernoulli(keep), (&device, like.dtype()))
+                .div_scalar(keep)
+        });
+        Self { flat, prob, stride, batch, next: core::cell::Cell::new(0) }
+    }
+
+    /// The next branch's mask, `[batch, 1, ..]`, if this draw has one for `prob`.
+    fn take<const D: usize>(&self, prob: f64) -> Option<Tensor<B, D>> {
+        let flat = self.flat.as_ref().filter(|_| prob == self.prob)?;
+        let row = self.next.get();
+        if (row + 1) * self.stride > flat.dims()[0] {
+            return None;
+        }
+        self.next.set(row + 1);
+        let mut shape = [1usize; D];
+        shape[0] = self.batch;
+        Some(crate::kernels::ops::view(flat.clone(), row * self.stride, shape))
+    }
 }
 
 /// BatchNorm over the channel axis of a channels-last tensor, applied as `[batch * time, C]`

@@ -8,7 +8,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Tensor};
 use serde::{Deserialize, Serialize};
 
-use crate::common::{linear_rows, CausalDepthwiseConv, ChannelNorm, DropPath, Eca, FrameMask, SelfAttention};
+use crate::common::{linear_rows, CausalDepthwiseConv, ChannelNorm, DropDraw, DropPath, Eca, FrameMask, SelfAttention};
 
 /// Sizes of the conv-transformer. Defaults are the reference model (~1.78M trainable params
 /// with 469 input features and 250 classes).
@@ -90,13 +90,13 @@ impl<B: Kernels> ConvBlock<B> {
 
     /// # Shapes
     /// - x: `[batch, time, dim]` -> `[batch, time, dim]`
-    pub fn forward(&self, x: Tensor<B, 3>, mask: &FrameMask<B>) -> Tensor<B, 3> {
+    pub fn forward(&self, x: Tensor<B, 3>, mask: &FrameMask<B>, drops: &DropDraw<B>) -> Tensor<B, 3> {
         let h = crate::kernels::ops::silu(linear_rows(&self.expand, x.clone()));
         let h = self.dwconv.forward(h);
         let h = self.norm.forward(h);
         let h = self.eca.forward(h, mask);
         let h = linear_rows(&self.project, h);
-        x + self.drop_path.forward(h)
+        x + self.drop_path.forward_with(h, drops)
     }
 }
 
@@ -132,14 +132,14 @@ impl<B: Kernels> TransformerBlock<B> {
 
     /// # Shapes
     /// - x: `[batch, time, dim]` -> `[batch, time, dim]`
-    pub fn forward(&self, x: Tensor<B, 3>, mask: &FrameMask<B>) -> Tensor<B, 3> {
+    pub fn forward(&self, x: Tensor<B, 3>, mask: &FrameMask<B>, drops: &DropDraw<B>) -> Tensor<B, 3> {
         let h = self.attention.forward(self.norm1.forward(x.clone()), mask);
-        let x = x + self.drop_path.forward(h);
+        let x = x + self.drop_path.forward_with(h, drops);
         let h = linear_rows(
             &self.ffn_out,
             crate::kernels::ops::silu(linear_rows(&self.ffn_in, self.norm2.forward(x.clone()))),
         );
-        x + self.drop_path.forward(h)
+        x + self.drop_path.forward_with(h, drops)
     }
 }
 
@@ -211,12 +211,15 @@ impl<B: Kernels> ConvTransformer<B> {
     fn encode(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> (Tensor<B, 3>, FrameMask<B>) {
         let mut x = self.stem_norm.forward(linear_rows(&self.stem, x));
         let mask = FrameMask::new(pad_mask, x.dtype());
+        // One residual branch per conv block, two per transformer block.
+        let prob = self.conv_blocks.first().map_or(0.0, |b| b.drop_path.prob);
+        let drops = DropDraw::new(prob, self.conv_blocks.len() + 2 * self.transformer_blocks.len(), &x);
         for (stage, transformer) in self.transformer_blocks.iter().enumerate() {
             let start = stage * self.conv_blocks_per_stage;
             for block in &self.conv_blocks[start..start + self.conv_blocks_per_stage] {
-                x = block.forward(x, &mask);
+                x = block.forward(x, &mask, &drops);
             }
-            x = transformer.forward(x, &mask);
+            x = transformer.forward(x, &mask, &drops);
         }
         (linear_rows(&self.top, x), mask)
     }

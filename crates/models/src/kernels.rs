@@ -277,6 +277,13 @@ pub trait Kernels: Backend {
         ]
     }
 
+    /// `shape` elements of the contiguous 1-D `flat` from `start`, as a view of its memory where
+    /// the backend can (`cube::view` on CUDA and WGPU, where `start` is at the memory alignment),
+    /// else a copy. Not differentiable: for constants such as masks.
+    fn view(flat: FloatTensor<Self>, start: usize, shape: burn::tensor::Shape) -> FloatTensor<Self> {
+        portable::view::<Self>(flat, start, shape)
+    }
+
     /// Whether `x`'s device runs SignFlow's GPU kernels (the `cube` crate: `Dispatch` on a CUDA
     /// or WGPU device that passed their self-test). Layers then take the formulations built on
     /// them ([`Kernels::eca`], the attention ops below); elsewhere they keep the ops the host
@@ -408,6 +415,11 @@ pub trait Kernels: Backend {
 /// host loops on host-resident f32 data, else the [`reference`] ops.
 mod portable {
     use super::*;
+
+    pub(super) fn view<B: Kernels>(flat: FloatTensor<B>, start: usize, shape: burn::tensor::Shape) -> FloatTensor<B> {
+        let part = wrap::<B, 1>(flat).narrow(0, start, shape.num_elements());
+        B::float_reshape(unwrap(part), shape)
+    }
 
     pub(super) fn key_biased_softmax<B: Kernels>(scores: FloatTensor<B>, bias: FloatTensor<B>) -> FloatTensor<B> {
         let (s, bias) = (wrap::<B, 4>(scores), wrap::<B, 2>(bias));
@@ -633,6 +645,10 @@ impl Kernels for burn::Dispatch {
     ) -> (FloatTensor<Self>, FloatTensor<Self>) {
         cube::causal_dwconv_backward(&x, &w, &grad)
             .unwrap_or_else(|| portable::causal_dwconv_backward::<Self>(x, w, grad))
+    }
+
+    fn view(flat: FloatTensor<Self>, start: usize, shape: burn::tensor::Shape) -> FloatTensor<Self> {
+        cube::view(&flat, start, shape.clone()).unwrap_or_else(|| portable::view::<Self>(flat, start, shape))
     }
 
     fn fused_kernels(x: &FloatTensor<Self>) -> bool {
@@ -1029,6 +1045,10 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
         }
     }
 
+    fn view(flat: FloatTensor<Self>, start: usize, shape: burn::tensor::Shape) -> FloatTensor<Self> {
+        <Self as burn::tensor::backend::AutodiffBackend>::from_inner(B::view(flat.primitive, start, shape))
+    }
+
     fn fused_kernels(x: &FloatTensor<Self>) -> bool {
         B::fused_kernels(&x.primitive)
     }
@@ -1195,6 +1215,11 @@ pub mod ops {
     /// See [`Kernels::merge_heads`].
     pub fn merge_heads<B: Kernels>(x: Tensor<B, 4>) -> Tensor<B, 3> {
         wrap(B::merge_heads(unwrap(x)))
+    }
+
+    /// See [`Kernels::view`].
+    pub fn view<B: Kernels, const D: usize>(flat: Tensor<B, 1>, start: usize, shape: [usize; D]) -> Tensor<B, D> {
+        wrap(B::view(unwrap(flat), start, shape.into()))
     }
 
     /// See [`Kernels::fused_kernels`].

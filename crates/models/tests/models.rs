@@ -1147,6 +1147,18 @@ mod slow {
         let want = g.clone() * out.clone() - y * (g * out).sum_dim(3);
         close("softmax dropout gradient", &values(wrap4(gs)), &values(want), 1e-5);
 
+        // Drop-path masks drawn at once in training: each branch gets its own row of 0 or
+        // 1 / keep per sample (views of one draw); past the drawn rows a branch draws its own.
+        let like = Tensor::<AD, 3>::zeros([8, 2, 3], &gpu);
+        let draw = models::common::DropDraw::new(0.5, 3, &like);
+        let path = models::common::DropPath { prob: 0.5 };
+        let rows: Vec<Vec<f32>> =
+            (0..4).map(|_| ad_values(path.forward_with(Tensor::<AD, 3>::ones([8, 1, 1], &gpu), &draw))).collect();
+        for row in &rows {
+            assert!(row.iter().all(|v| *v == 0.0 || *v == 2.0), "{rows:?}");
+        }
+        assert!(rows[0] != rows[1] || rows[1] != rows[2], "three branches, one mask: {rows:?}");
+
         // The optimizer's parameter views of its flat buffer: at an aligned start with an end
         // that is not (a view, where Burn's slice copies) and at a start that is not (a copy).
         let flat = Tensor::<B, 1>::from_data(TensorData::new(spread(1024, 0.0, 5.0, 7), [1024]), &gpu);
