@@ -158,9 +158,7 @@ pub trait Kernels: Backend {
         out: FloatTensor<Self>,
         grad: FloatTensor<Self>,
     ) -> FloatTensor<Self> {
-        let (y, out, g) = (wrap::<Self, 4>(y), wrap::<Self, 4>(out), wrap::<Self, 4>(grad));
-        let kept = g * out;
-        unwrap(kept.clone() - y * kept.sum_dim(3))
+        portable::softmax_dropout_backward::<Self>(y, out, grad)
     }
 
     /// Dropout (probability `prob`) on [`Kernels::key_biased_softmax`]'s output, the attention
@@ -431,6 +429,15 @@ mod portable {
         unwrap(reference::key_biased_softmax(s, bias))
     }
 
+    pub(super) fn softmax_dropout_backward<B: Kernels>(
+        y: FloatTensor<B>,
+        out: FloatTensor<B>,
+        grad: FloatTensor<B>,
+    ) -> FloatTensor<B> {
+        let kept = wrap::<B, 4>(grad) * wrap::<B, 4>(out);
+        unwrap(kept.clone() - wrap::<B, 4>(y) * kept.sum_dim(3))
+    }
+
     pub(super) fn softmax_backward<B: Kernels>(y: FloatTensor<B>, grad: FloatTensor<B>) -> FloatTensor<B> {
         let (y, g) = (wrap::<B, 4>(y), wrap::<B, 4>(grad));
         if host_ok(&y) && host_ok(&g) {
@@ -680,10 +687,8 @@ impl Kernels for burn::Dispatch {
         out: FloatTensor<Self>,
         grad: FloatTensor<Self>,
     ) -> FloatTensor<Self> {
-        cube::softmax_dropout_backward(&y, &out, &grad).unwrap_or_else(|| {
-            let kept = wrap::<Self, 4>(grad) * wrap::<Self, 4>(out);
-            unwrap(kept.clone() - wrap::<Self, 4>(y) * kept.sum_dim(3))
-        })
+        cube::softmax_dropout_backward(&y, &out, &grad)
+            .unwrap_or_else(|| portable::softmax_dropout_backward::<Self>(y, out, grad))
     }
 
     fn eca(x: FloatTensor<Self>, weights: FloatTensor<Self>, w: FloatTensor<Self>) -> FloatTensor<Self> {
