@@ -4,7 +4,7 @@
 # kill (--resume once the run directory has its config, otherwise the same command again), then
 # check that the final weights equal an uninterrupted run's bit for bit (CPU, summary.json
 # final_weights_fingerprint). Prints and writes OUT/chaos.md: kills, resumes, work lost.
-#   Build:  cargo build --release -p trainer
+#   Build:  cargo build --release -p trainer --features fault-injection   (for the pauses)
 #   Run:    scripts/chaos.sh [OUT]          (default experiment, 20 kills, ~3 min on 2 cores)
 # Knobs (environment): KILLS (20), SEED (1, the kill times), MAX_MS (longest wait before a random
 # kill, 3000), EVERY (checkpoint.every_steps, 20), CONFIG (an experiment file; default: built-in),
@@ -25,7 +25,11 @@ OUT=$(cd "$OUT" && pwd)
 LOG="$OUT/chaos.log"
 : > "$LOG"
 TRAINER="$BIN/trainer"
-[ -x "$TRAINER" ] || { echo "no $TRAINER: cargo build --release -p trainer" >&2; exit 2; }
+[ -x "$TRAINER" ] || { echo "no $TRAINER: cargo build --release -p trainer --features fault-injection" >&2; exit 2; }
+"$TRAINER" --help | grep -q -- '--inject' \
+  || { echo "$TRAINER has no --inject: cargo build --release -p trainer --features fault-injection" >&2; exit 2; }
+# A pause inside every checkpoint write (ms), injected (trainer::inject).
+pause_args() { [ "$1" -gt 0 ] && echo --inject "checkpoint_pause_ms=$1"; }
 
 common=(--device cpu --set training.progress=off --set "checkpoint.every_steps=$EVERY")
 [ -n "${CONFIG:-}" ] && common=(--config "$CONFIG" "${common[@]}")
@@ -42,7 +46,7 @@ now_ms() { date +%s%3N; }
 echo "== reference: uninterrupted run" | tee -a "$LOG"
 t0=$(now_ms)
 # shellcheck disable=SC2046
-SIGNFLOW_FAULT_CHECKPOINT_PAUSE_MS=$PAUSE_MS "$TRAINER" "${common[@]}" $(data_of "$OUT/ref") --out "$OUT/ref/run" >>"$LOG" 2>&1 \
+"$TRAINER" "${common[@]}" $(data_of "$OUT/ref") $(pause_args "$PAUSE_MS") --out "$OUT/ref/run" >>"$LOG" 2>&1 \
   || { echo "reference run failed (see $LOG)" >&2; exit 1; }
 ref_ms=$(( $(now_ms) - t0 ))
 ref_fp=$(fingerprint "$OUT/ref/run")
@@ -74,7 +78,8 @@ while [ "$kills" -lt "$KILLS" ]; do
     # shellcheck disable=SC2046
     args=("${common[@]}" $(data_of "$OUT/chaos") --out "$RUN"); restarts=$((restarts + 1))
   fi
-  SIGNFLOW_FAULT_CHECKPOINT_PAUSE_MS=$pause "$TRAINER" "${args[@]}" >>"$LOG" 2>&1 &
+  # shellcheck disable=SC2046
+  "$TRAINER" "${args[@]}" $(pause_args "$pause") >>"$LOG" 2>&1 &
   pid=$!
   case $phase in
     generation) wait_for 60000 generating || phase="random (generation finished first)" ;;

@@ -2,7 +2,8 @@
 # GPU check from prebuilt binaries (no Rust needed on the GPU machine). Runs every GPU path on
 # each GPU backend it finds (CUDA, WGPU; a software Vulkan adapter such as llvmpipe counts) and
 # writes OUT_DIR/report.md with what ran, where, and the figures.
-#   Build here:   cargo build --release -p device -p trainer -p infer
+#   Build here:   cargo build --release -p device -p infer && cargo build --release -p trainer --features fault-injection
+#                 (the training check injects an out-of-memory: trainer::inject)
 #   Run there:    BIN=target/release scripts/gpu-check.sh [OUT_DIR]
 # Same script, no edits, on a CUDA machine and on a machine with only WGPU.
 set -uo pipefail
@@ -71,7 +72,7 @@ for b in "${backends[@]}"; do
     dir="$work/train-$b-$p"
     rm -rf "$dir"
     if run "$BIN/trainer" --device "$b" --precision "$p" --out "$dir" "${common[@]}" \
-        --inject-faults --set 'fault.oom_at_steps=[5]' --set checkpoint.gpu_every_steps=4; then
+        --inject 'oom_at_steps=[5]' --set checkpoint.gpu_every_steps=4; then
       s="$dir/summary.json"
       result "train $STEPS steps (injected OOM at step 5)" "$b $p" \
         "ok: $(python3 -c "import json;d=json.load(open('$s'));print('precision',d['precision'],'(',d['precision_reason'],'); train loss',round(d['last']['train_loss'],3),'; device faults survived',len(d['device_faults']),'; micro-batch',d['batch_size'],'x',d['accumulation_steps'],'; peak MiB in use / reserved',[round(v,1) for v in d['peak_memory_mib']],';',round(d['samples_per_s']),'samples/s')" 2>/dev/null || echo see $s)"

@@ -36,7 +36,6 @@ pub mod index;
 pub mod islr;
 pub mod layout;
 pub mod loader;
-pub mod mutate;
 pub mod npy;
 pub mod pose;
 pub mod preprocess;

@@ -721,7 +721,7 @@ fn pose_files_from_pose_format_map_onto_the_holistic_layout() {
     let dir = tempfile::tempdir().unwrap();
     let seq = data::pose::read_pose_sequence(&fixture("holistic_v02.pose"), &[]).unwrap();
     let p = dir.path().join("back.pose");
-    data::pose::write_pose(&p, &data::pose::from_sequence(&seq, 30.0, 640, 480)).unwrap();
+    testkit::pose::write_pose(&p, &testkit::pose::from_sequence(&seq, 30.0, 640, 480)).unwrap();
     assert!(fixture_error(&data::pose::read_pose_sequence(&p, &[]).unwrap()) < 1e-6);
     // A labels.csv dataset of .pose files, preprocessed through the ordinary path.
     std::fs::copy(fixture("holistic_v02.pose"), dir.path().join("a.pose")).unwrap();
@@ -863,7 +863,7 @@ fn truncated_and_mutated_files_of_the_new_formats_are_errors_naming_the_file() {
             let err = read(&p).expect_err(&format!("{name} cut at {cut} read as valid"));
             assert!(err.contains("damaged-"), "{name} cut at {cut}: {err}");
         }
-        let mut m = data::mutate::Mutator::new(19);
+        let mut m = testkit::mutate::Mutator::new(19);
         let mut errors = 0;
         for _ in 0..150 {
             std::fs::write(&p, m.mutate(&valid)).unwrap();

@@ -230,7 +230,7 @@ mod tests {
         let mut pts = vec![[0.25f32, 0.5, -0.1]; NUM_LANDMARKS];
         pts[500] = [f32::NAN; 3];
         let valid = encode_frame(3, &pts);
-        let mut m = data::mutate::Mutator::new(7);
+        let mut m = testkit::mutate::Mutator::new(7);
         let mut errors = 0;
         for _ in 0..2000 {
             let line = String::from_utf8_lossy(&m.mutate(valid.as_bytes())).into_owned();

@@ -325,7 +325,7 @@ fn streaming_emits_concatenated_signs_in_order() {
     }
     let pose_dir = tempfile::tempdir().unwrap();
     let pose_path = pose_dir.path().join("signs.pose");
-    data::pose::write_pose(&pose_path, &data::pose::from_sequence(&seq, 30.0, 0, 0)).unwrap();
+    testkit::pose::write_pose(&pose_path, &testkit::pose::from_sequence(&seq, 30.0, 0, 0)).unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_infer"))
         .args(["stream", "--device", "cpu", "--json", "--model"])
         .arg(&t.run_dir)

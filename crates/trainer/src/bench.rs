@@ -339,7 +339,7 @@ pub fn time_train_steps(cfg: &ExperimentConfig, compute: &ResolvedCompute, opts:
 /// Run the benchmark of `opts`'s shape on the device and precision `compute` resolved for `cfg`.
 pub fn bench(cfg: &ExperimentConfig, compute: &ResolvedCompute, opts: &BenchOptions) -> Result<BenchReport> {
     opts.check()?;
-    let _guard = crate::train::run_lock();
+    let _guard = crate::lock::run_lock();
     let device = compute.device();
     let precision = compute.precision.precision;
     let (b, t, f) = (opts.batch, opts.frames, opts.features);

@@ -190,20 +190,22 @@ pub fn step_checkpoint_due(cfg: &CheckpointConfig, on_gpu: bool, step: usize, ep
     every > 0 && step.is_multiple_of(every) && !epoch_ends
 }
 
-/// Write a step checkpoint and keep only the newest `keep_last`.
+/// Write a step checkpoint and keep only the newest `keep_last` (`faults` may pause the write
+/// half-way, for drills).
 pub fn save(
     run_dir: &Path,
     model: &SignModel<TrainBackend>,
     optim: &Optim,
     state: &TrainState,
     keep_last: usize,
+    faults: &crate::inject::Faults,
 ) -> Result<PathBuf> {
     let dir = layout::checkpoints_dir(run_dir);
     std::fs::create_dir_all(&dir).map_err(|e| TrainError::io(&dir, e))?;
     let staged = StagedDir::new(&layout::step_dir(run_dir, state.step))?;
     bundle::weights::save_weights(model, &staged.tmp)?;
     optim.save(&staged.tmp.join(layout::OPTIM_FILE))?;
-    fault_pause("SIGNFLOW_FAULT_CHECKPOINT_PAUSE_MS");
+    faults.checkpoint_pause();
     write_json(&staged.tmp.join(layout::STATE_FILE), state)?;
     let path = staged.commit()?;
     let mut all = list(run_dir);
@@ -330,11 +332,4 @@ pub fn restore(
     let model = bundle::weights::load_weights(model, dir, device)?;
     let optim = optim.load(&dir.join(layout::OPTIM_FILE), &model, device)?;
     Ok((model, optim, saved))
-}
-
-/// Test hook: sleep inside a checkpoint write so a test can kill the process mid-write.
-fn fault_pause(var: &str) {
-    if let Some(ms) = std::env::var(var).ok().and_then(|v| v.parse::<u64>().ok()) {
-        std::thread::sleep(std::time::Duration::from_millis(ms));
-    }
 }

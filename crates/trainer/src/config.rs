@@ -62,10 +62,8 @@ pub struct ExperimentConfig {
     pub amp: AmpConfig,
     /// `[recovery]`.
     pub recovery: RecoveryConfig,
-    /// `[fault]`.
-    pub fault: FaultConfig,
     /// `[distributed]`: several devices and machines.
-    pub distributed: crate::dist::DistributedConfig,
+    pub distributed: crate::dist::config::DistributedConfig,
 }
 
 impl Default for ExperimentConfig {
@@ -87,8 +85,7 @@ impl Default for ExperimentConfig {
             device: DeviceConfig::default(),
             amp: AmpConfig::default(),
             recovery: RecoveryConfig::default(),
-            fault: FaultConfig::default(),
-            distributed: crate::dist::DistributedConfig::default(),
+            distributed: crate::dist::config::DistributedConfig::default(),
         }
     }
 }
@@ -462,46 +459,6 @@ impl Default for RecoveryConfig {
     }
 }
 
-/// `[fault]`: fault injection for tests and drills. Optimizer steps (0-based) whose loss is
-/// replaced by NaN, or whose first gradient tensor is multiplied by infinity.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct FaultConfig {
-    /// Optimizer steps (0-based) whose loss is replaced by NaN.
-    pub nan_loss_steps: Vec<usize>,
-    /// Optimizer steps whose first gradient tensor is multiplied by infinity.
-    pub inf_grad_steps: Vec<usize>,
-    /// Optimizer steps that die of an (injected) device out-of-memory while the micro-batch is
-    /// larger than `oom_fits_micro_batch`.
-    pub oom_at_steps: Vec<usize>,
-    /// The largest micro-batch that fits: larger ones die of an injected out-of-memory at the
-    /// `oom_at_steps` and in every GPU batch-size probe (unset: each of those steps fails once,
-    /// at the micro-batch it first runs with; 0: nothing fits).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub oom_fits_micro_batch: Option<usize>,
-    /// In a data-parallel group, the last peer dies (panics) when it receives this step (counted
-    /// from the group's start).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub peer_dies_at_step: Option<usize>,
-}
-
-impl FaultConfig {
-    /// The keys set, as `key = value` (for messages).
-    pub fn describe(&self) -> String {
-        let t = toml::Value::try_from(self).expect("fault configs serialize");
-        let default = toml::Value::try_from(FaultConfig::default()).expect("fault configs serialize");
-        t.as_table()
-            .map(|t| {
-                t.iter()
-                    .filter(|(k, v)| default.get(k.as_str()) != Some(v))
-                    .map(|(k, v)| format!("fault.{k} = {v}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            })
-            .unwrap_or_default()
-    }
-}
-
 /// `[training.early_stopping]`: also decides which epoch is "best".
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -851,28 +808,11 @@ fn check(ok: bool, key: &str, message: impl FnOnce() -> String) -> Result<(), In
 impl ExperimentConfig {
     /// Range checks serde cannot do. Errors are (dotted key, message).
     pub fn validate(&self) -> Result<(), Invalid> {
-        let d = &self.data;
         check(!self.name.trim().is_empty() && !self.name.contains(['/', '\\']), "name", || {
             format!("must be a non-empty name without slashes, got {:?}", self.name)
         })?;
-        check((0.0..1.0).contains(&d.valid_fraction), "data.valid_fraction", || {
-            format!("must be in [0, 1), got {}", d.valid_fraction)
-        })?;
-        check(d.folds != 1 && d.folds <= 1000, "data.folds", || {
-            format!("must be 0 (no cross-validation) or 2..=1000 folds, got {}", d.folds)
-        })?;
-        check(d.folds == 0 || d.fold < d.folds, "data.fold", || {
-            format!("must be a fold index in 0..{} (data.folds), got {}", d.folds, d.fold)
-        })?;
-        check(d.folds > 0 || d.fold == 0, "data.fold", || {
-            format!("is {} but data.folds is 0 (no cross-validation); set data.folds", d.fold)
-        })?;
-        check((0.0..=1.0).contains(&d.max_bad_fraction), "data.max_bad_fraction", || {
-            format!("must be in [0, 1], got {}", d.max_bad_fraction)
-        })?;
-        check((1..=64).contains(&d.workers), "data.workers", || format!("must be in 1..=64, got {}", d.workers))?;
-        check(d.prefetch >= 1, "data.prefetch", || "must be at least 1".into())?;
-        if d.path.is_empty() {
+        self.data.validate()?;
+        if self.data.path.is_empty() {
             self.synthetic.validate().map_err(config_key)?;
             if self.task == Task::Ctc {
                 self.sentences.validate().map_err(config_key)?;
@@ -901,63 +841,11 @@ impl ExperimentConfig {
             models::ModelError::Config { key, message } => (key, message),
             other => ("model".into(), other.to_string()),
         })?;
-        let o = &self.optimizer;
-        check(o.lr > 0.0 && o.lr.is_finite() && o.lr < 10.0, "optimizer.lr", || {
-            format!("must be in (0, 10), got {}", o.lr)
-        })?;
-        check(o.weight_decay >= 0.0 && o.weight_decay.is_finite(), "optimizer.weight_decay", || {
-            format!("must be >= 0, got {}", o.weight_decay)
-        })?;
-        check((0.0..1.0).contains(&o.beta1), "optimizer.beta1", || format!("must be in [0, 1), got {}", o.beta1))?;
-        check((0.0..1.0).contains(&o.beta2), "optimizer.beta2", || format!("must be in [0, 1), got {}", o.beta2))?;
-        check(o.epsilon > 0.0, "optimizer.epsilon", || format!("must be > 0, got {}", o.epsilon))?;
-        check((0.0..1.0).contains(&o.momentum), "optimizer.momentum", || {
-            format!("must be in [0, 1), got {}", o.momentum)
-        })?;
-        check(o.clip_grad_norm >= 0.0, "optimizer.clip_grad_norm", || {
-            format!("must be >= 0 (0 = off), got {}", o.clip_grad_norm)
-        })?;
-        let s = &self.schedule;
-        check(s.min_lr >= 0.0 && s.min_lr <= o.lr, "schedule.min_lr", || {
-            format!("must be in [0, optimizer.lr = {}], got {}", o.lr, s.min_lr)
-        })?;
-        check(s.warmup_epochs >= 0.0, "schedule.warmup_epochs", || format!("must be >= 0, got {}", s.warmup_epochs))?;
-        check(s.step_size >= 1, "schedule.step_size", || "must be at least 1".into())?;
-        check(s.gamma > 0.0 && s.gamma <= 1.0, "schedule.gamma", || format!("must be in (0, 1], got {}", s.gamma))?;
-        let t = &self.training;
-        check((1..=100_000).contains(&t.epochs), "training.epochs", || {
-            format!("must be in 1..=100000, got {}", t.epochs)
-        })?;
-        if let BatchSize::Fixed(b) = t.batch_size {
-            check((1..=65_536).contains(&b), "training.batch_size", || {
-                format!("must be in 1..=65536 or \"auto\", got {b}")
-            })?;
-        }
-        check((1..=65_536).contains(&t.max_batch_size), "training.max_batch_size", || {
-            format!("must be in 1..=65536, got {}", t.max_batch_size)
-        })?;
-        let a = &self.amp;
-        check(a.init_scale >= 1.0 && a.init_scale.is_finite(), "amp.init_scale", || {
-            format!("must be >= 1, got {}", a.init_scale)
-        })?;
-        check(a.growth_factor >= 1.0, "amp.growth_factor", || format!("must be >= 1, got {}", a.growth_factor))?;
-        check(a.backoff_factor > 0.0 && a.backoff_factor < 1.0, "amp.backoff_factor", || {
-            format!("must be in (0, 1), got {}", a.backoff_factor)
-        })?;
-        check(a.growth_interval >= 1, "amp.growth_interval", || "must be at least 1".into())?;
-        let r = &self.recovery;
-        check(r.max_consecutive_bad >= 1, "recovery.max_consecutive_bad", || "must be at least 1".into())?;
-        check(r.lr_cut > 0.0 && r.lr_cut <= 1.0, "recovery.lr_cut", || format!("must be in (0, 1], got {}", r.lr_cut))?;
-        check(r.snapshot_every >= 1, "recovery.snapshot_every", || "must be at least 1".into())?;
-        check((1..=4096).contains(&t.accumulation_steps), "training.accumulation_steps", || {
-            format!("must be in 1..=4096, got {}", t.accumulation_steps)
-        })?;
-        check((0.0..1.0).contains(&t.label_smoothing), "training.label_smoothing", || {
-            format!("must be in [0, 1), got {}", t.label_smoothing)
-        })?;
-        check(t.log_every >= 1, "training.log_every", || "must be at least 1".into())?;
-        check(t.early_stopping.min_delta >= 0.0, "training.early_stopping.min_delta", || "must be >= 0".into())?;
-        check(!t.out_dir.is_empty(), "training.out_dir", || "must not be empty".into())?;
+        self.optimizer.validate()?;
+        self.schedule.validate(self.optimizer.lr)?;
+        self.training.validate()?;
+        self.amp.validate()?;
+        self.recovery.validate()?;
         self.distributed.validate()?;
         check(
             self.device.choose == device::Choose::Ranked || self.device.device == DeviceSpec::Auto,
@@ -975,19 +863,9 @@ impl ExperimentConfig {
         Ok(())
     }
 
-    /// The resolved config as TOML (written to `config.toml` in the run directory).
+    /// The resolved config as TOML (what a run directory's and a bundle's `config.toml` hold).
     pub fn to_toml(&self) -> String {
         toml::to_string(self).expect("experiment configs serialize to TOML")
-    }
-
-    /// [`Self::to_toml`] without `[fault]`: what a run directory and an exported model record,
-    /// so a resumed run or a config copied from a bundle never injects failures again.
-    pub fn to_record_toml(&self) -> String {
-        let mut value = toml::Value::try_from(self).expect("experiment configs serialize to TOML");
-        if let Some(table) = value.as_table_mut() {
-            table.remove("fault");
-        }
-        toml::to_string(&value).expect("experiment configs serialize to TOML")
     }
 
     /// Parse a resolved `config.toml` (e.g. from a run directory).
@@ -1007,5 +885,122 @@ fn config_key(e: data::DataError) -> Invalid {
     match e {
         data::DataError::Config { key, message } => (key, message),
         other => (String::new(), other.to_string()),
+    }
+}
+
+impl DataConfig {
+    /// Range checks of `[data]`.
+    fn validate(&self) -> Result<(), Invalid> {
+        let d = self;
+        check((0.0..1.0).contains(&d.valid_fraction), "data.valid_fraction", || {
+            format!("must be in [0, 1), got {}", d.valid_fraction)
+        })?;
+        check(d.folds != 1 && d.folds <= 1000, "data.folds", || {
+            format!("must be 0 (no cross-validation) or 2..=1000 folds, got {}", d.folds)
+        })?;
+        check(d.folds == 0 || d.fold < d.folds, "data.fold", || {
+            format!("must be a fold index in 0..{} (data.folds), got {}", d.folds, d.fold)
+        })?;
+        check(d.folds > 0 || d.fold == 0, "data.fold", || {
+            format!("is {} but data.folds is 0 (no cross-validation); set data.folds", d.fold)
+        })?;
+        check((0.0..=1.0).contains(&d.max_bad_fraction), "data.max_bad_fraction", || {
+            format!("must be in [0, 1], got {}", d.max_bad_fraction)
+        })?;
+        check((1..=64).contains(&d.workers), "data.workers", || format!("must be in 1..=64, got {}", d.workers))?;
+        check(d.prefetch >= 1, "data.prefetch", || "must be at least 1".into())?;
+        Ok(())
+    }
+}
+
+impl OptimizerConfig {
+    /// Range checks of `[optimizer]`.
+    fn validate(&self) -> Result<(), Invalid> {
+        let o = self;
+        check(o.lr > 0.0 && o.lr.is_finite() && o.lr < 10.0, "optimizer.lr", || {
+            format!("must be in (0, 10), got {}", o.lr)
+        })?;
+        check(o.weight_decay >= 0.0 && o.weight_decay.is_finite(), "optimizer.weight_decay", || {
+            format!("must be >= 0, got {}", o.weight_decay)
+        })?;
+        check((0.0..1.0).contains(&o.beta1), "optimizer.beta1", || format!("must be in [0, 1), got {}", o.beta1))?;
+        check((0.0..1.0).contains(&o.beta2), "optimizer.beta2", || format!("must be in [0, 1), got {}", o.beta2))?;
+        check(o.epsilon > 0.0, "optimizer.epsilon", || format!("must be > 0, got {}", o.epsilon))?;
+        check((0.0..1.0).contains(&o.momentum), "optimizer.momentum", || {
+            format!("must be in [0, 1), got {}", o.momentum)
+        })?;
+        check(o.clip_grad_norm >= 0.0, "optimizer.clip_grad_norm", || {
+            format!("must be >= 0 (0 = off), got {}", o.clip_grad_norm)
+        })?;
+        Ok(())
+    }
+}
+
+impl ScheduleConfig {
+    /// Range checks of `[schedule]` (`min_lr` at most the optimizer's `lr`).
+    fn validate(&self, lr: f64) -> Result<(), Invalid> {
+        let s = self;
+        check(s.min_lr >= 0.0 && s.min_lr <= lr, "schedule.min_lr", || {
+            format!("must be in [0, optimizer.lr = {}], got {}", lr, s.min_lr)
+        })?;
+        check(s.warmup_epochs >= 0.0, "schedule.warmup_epochs", || format!("must be >= 0, got {}", s.warmup_epochs))?;
+        check(s.step_size >= 1, "schedule.step_size", || "must be at least 1".into())?;
+        check(s.gamma > 0.0 && s.gamma <= 1.0, "schedule.gamma", || format!("must be in (0, 1], got {}", s.gamma))?;
+        Ok(())
+    }
+}
+
+impl TrainingConfig {
+    /// Range checks of `[training]`.
+    fn validate(&self) -> Result<(), Invalid> {
+        let t = self;
+        check((1..=100_000).contains(&t.epochs), "training.epochs", || {
+            format!("must be in 1..=100000, got {}", t.epochs)
+        })?;
+        if let BatchSize::Fixed(b) = t.batch_size {
+            check((1..=65_536).contains(&b), "training.batch_size", || {
+                format!("must be in 1..=65536 or \"auto\", got {b}")
+            })?;
+        }
+        check((1..=65_536).contains(&t.max_batch_size), "training.max_batch_size", || {
+            format!("must be in 1..=65536, got {}", t.max_batch_size)
+        })?;
+        check((1..=4096).contains(&t.accumulation_steps), "training.accumulation_steps", || {
+            format!("must be in 1..=4096, got {}", t.accumulation_steps)
+        })?;
+        check((0.0..1.0).contains(&t.label_smoothing), "training.label_smoothing", || {
+            format!("must be in [0, 1), got {}", t.label_smoothing)
+        })?;
+        check(t.log_every >= 1, "training.log_every", || "must be at least 1".into())?;
+        check(t.early_stopping.min_delta >= 0.0, "training.early_stopping.min_delta", || "must be >= 0".into())?;
+        check(!t.out_dir.is_empty(), "training.out_dir", || "must not be empty".into())?;
+        Ok(())
+    }
+}
+
+impl AmpConfig {
+    /// Range checks of `[amp]`.
+    fn validate(&self) -> Result<(), Invalid> {
+        let a = self;
+        check(a.init_scale >= 1.0 && a.init_scale.is_finite(), "amp.init_scale", || {
+            format!("must be >= 1, got {}", a.init_scale)
+        })?;
+        check(a.growth_factor >= 1.0, "amp.growth_factor", || format!("must be >= 1, got {}", a.growth_factor))?;
+        check(a.backoff_factor > 0.0 && a.backoff_factor < 1.0, "amp.backoff_factor", || {
+            format!("must be in (0, 1), got {}", a.backoff_factor)
+        })?;
+        check(a.growth_interval >= 1, "amp.growth_interval", || "must be at least 1".into())?;
+        Ok(())
+    }
+}
+
+impl RecoveryConfig {
+    /// Range checks of `[recovery]`.
+    fn validate(&self) -> Result<(), Invalid> {
+        let r = self;
+        check(r.max_consecutive_bad >= 1, "recovery.max_consecutive_bad", || "must be at least 1".into())?;
+        check(r.lr_cut > 0.0 && r.lr_cut <= 1.0, "recovery.lr_cut", || format!("must be in (0, 1], got {}", r.lr_cut))?;
+        check(r.snapshot_every >= 1, "recovery.snapshot_every", || "must be at least 1".into())?;
+        Ok(())
     }
 }

@@ -163,7 +163,7 @@ pub fn run_cv(cfg: &ExperimentConfig, folds: usize, dir: Option<PathBuf>) -> Res
             if cfg.training.progress != crate::config::ProgressMode::Off {
                 println!("== fold {fold} of {folds}{}", if resume { " (resuming)" } else { "" });
             }
-            crate::run(fold_cfg, RunOptions { run_dir: Some(run_dir.clone()), resume, stop_after_steps: None })?;
+            crate::run(fold_cfg, RunOptions { run_dir: Some(run_dir.clone()), resume, ..Default::default() })?;
         }
         let summary = read_json(&summary_path)?;
         let card = bundle::card::read_card(&run_dir.join(layout::MODEL_DIR))?;

@@ -14,9 +14,9 @@ use models::SignModel;
 
 use crate::checkpoint::EpochRecord;
 use crate::checkpoint::TrainState;
+use crate::plan::{BatchSource, ResolvedRun};
 use crate::profile::ProfileReport;
 use crate::report::Summary;
-use crate::resolve::{BatchSource, ResolvedRun};
 use crate::{Result, TrainBackend};
 
 /// Write the files a resolved run starts with: class names, the resolved config, and the
@@ -26,7 +26,7 @@ pub fn write_run_files(run_dir: &Path, run: &ResolvedRun) -> Result<()> {
     if let BatchSource::Searched(report) = &run.batch_source {
         write_json(&run_dir.join(layout::BATCH_SIZE_FILE), report)?;
     }
-    write_atomic(&run_dir.join(layout::CONFIG_FILE), run.config.to_record_toml().as_bytes())?;
+    write_atomic(&run_dir.join(layout::CONFIG_FILE), run.config.to_toml().as_bytes())?;
     Ok(())
 }
 
@@ -80,7 +80,7 @@ pub fn export_model(
         }),
         ..ModelCard::for_dataset(model, cfg.model.clone(), cfg.preprocess.clone(), ds, &data.train)
     };
-    Ok(bundle::save_bundle(&run_dir.join(layout::MODEL_DIR), &export, &card, &cfg.to_record_toml())?)
+    Ok(bundle::save_bundle(&run_dir.join(layout::MODEL_DIR), &export, &card, &cfg.to_toml())?)
 }
 
 /// Distinct dtypes of a model's float parameters.
@@ -122,7 +122,7 @@ pub struct SummaryParts<'a> {
     /// The exported bundle.
     pub exported_model: PathBuf,
     /// The data-parallel group, if any.
-    pub group: Option<crate::report::GroupSummary>,
+    pub group: Option<crate::dist::GroupSummary>,
 }
 
 /// The run's final figures.

@@ -1,14 +1,11 @@
 //! Device faults: Burn 0.21 raises a device out-of-memory (and other runtime failures of the
-//! CUDA or WGPU runtime) as a panic, not an error. This module recognises such a panic, records
-//! each fault a run survived, and injects one on request (`fault.oom_at_steps`) for tests and
-//! drills. The policy (continue from the last checkpoint with half the micro-batch) is in
-//! [`crate::train::run`].
+//! CUDA or WGPU runtime) as a panic, not an error. This module recognises such a panic and
+//! records each fault a run survived. The policy (continue from the last checkpoint with half
+//! the micro-batch) is in [`crate::train::run`]; injected faults for drills in [`crate::inject`].
 
 use std::any::Any;
 
 use serde::{Deserialize, Serialize};
-
-use crate::config::FaultConfig;
 
 /// What kind of device failure a panic was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,24 +98,6 @@ pub fn classify(message: &str) -> Option<FaultKind> {
     }
 }
 
-/// Whether optimizer `step` at micro-batch `micro_batch` dies of an injected out-of-memory:
-/// the step is in `fault.oom_at_steps` and the micro-batch is above `oom_fits_micro_batch`
-/// (unset: the step fails once, at the micro-batch it first runs with, i.e. when `survived`
-/// holds no fault at that step yet).
-pub fn injected_oom(cfg: &FaultConfig, step: usize, micro_batch: usize, survived: &[DeviceFault]) -> bool {
-    cfg.oom_at_steps.contains(&step)
-        && match cfg.oom_fits_micro_batch {
-            Some(fits) => micro_batch > fits,
-            None => !survived.iter().any(|f| f.step == step),
-        }
-}
-
-/// The panic an injected out-of-memory raises (worded like cubecl's, so it is classified the
-/// same way as a real one).
-pub fn raise_injected_oom(micro_batch: usize) -> ! {
-    panic!("An out-of-memory error happened during launch (injected by [fault], micro-batch {micro_batch})")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,24 +111,5 @@ mod tests {
         assert_eq!(classify("Parent device is lost"), None);
         assert_eq!(classify("wgpu error: Device lost"), Some(FaultKind::Device));
         assert_eq!(classify("index out of bounds: the len is 3 but the index is 7"), None);
-    }
-
-    #[test]
-    fn injected_oom_fires_once_or_above_the_size_that_fits() {
-        let cfg = FaultConfig { oom_at_steps: vec![3], ..Default::default() };
-        assert!(!injected_oom(&cfg, 2, 32, &[]));
-        assert!(injected_oom(&cfg, 3, 32, &[]));
-        let survived = DeviceFault {
-            step: 3,
-            epoch: 1,
-            kind: FaultKind::OutOfMemory,
-            message: String::new(),
-            micro_batch: [32, 16],
-            accumulation_steps: [1, 2],
-            resumed_from_step: 0,
-        };
-        assert!(!injected_oom(&cfg, 3, 16, &[survived]));
-        let never_fits = FaultConfig { oom_fits_micro_batch: Some(0), ..cfg };
-        assert!(injected_oom(&never_fits, 3, 1, &[]));
     }
 }

@@ -4,14 +4,18 @@
 //! chosen at run time by the `device` crate):
 //! - [`config`]: TOML experiment files, layering (built-in default -> `--config` -> `--set` ->
 //!   flags) and errors that name the file, key and line;
-//! - [`resolve`]: a config resolved once into a [`resolve::ResolvedRun`] (device, precision,
-//!   data, batch size after `"auto"`);
+//! - a run's pipeline: [`config`] (parse, validate) -> [`measure`] (device, data, batch-size
+//!   search; [`resolve`] holds the device and data types) -> [`plan`] (a pure function to the
+//!   [`plan::ResolvedRun`]) -> [`train`];
 //! - [`step`]: the one training step (mixed precision, accumulation, finite check, clipping,
 //!   optimizer) every caller uses;
 //! - [`train`]: the epoch loop (validation, early stopping, best-model tracking, checkpoints),
 //!   with [`recovery`] (non-finite steps), [`report`] (progress, summary), [`export`] (the model
 //!   bundle and the run's files) and [`resume`] (opening a run directory);
-//! - [`checkpoint`]: atomic checkpoints and exact resume;
+//! - [`checkpoint`]: atomic checkpoints and exact resume; [`lock`]: the process's turn and the
+//!   run directory's lock; [`error`]: [`TrainError`];
+//! - [`fault`]: device faults (out-of-memory) recognised and recorded; [`inject`]: deliberate
+//!   failures for tests and drills (the `fault-injection` feature);
 //! - [`cv`]: K-fold cross-validation by signer;
 //! - [`tune`]: automatic batch size; [`bench`]: the Burn half of the PyTorch comparison;
 //! - [`metrics`]: `metrics.csv` and `events.jsonl`; [`plot`]: `curves.svg`.
@@ -33,12 +37,16 @@ pub mod choose;
 pub mod config;
 pub mod cv;
 pub mod dist;
+pub mod error;
 pub mod export;
 pub mod fault;
+pub mod inject;
 pub mod lock;
+pub mod measure;
 pub mod metrics;
 pub mod objective;
 pub mod optim;
+pub mod plan;
 pub mod plot;
 pub mod profile;
 pub mod recovery;
@@ -53,10 +61,10 @@ pub mod tune;
 pub mod validate;
 pub mod workcount;
 
-use std::path::PathBuf;
-
 pub use config::{ConfigBuilder, ConfigError, ExperimentConfig};
-pub use train::{run, run_lock, RunOptions, RunOutcome};
+pub use error::TrainError;
+pub use lock::run_lock;
+pub use train::{run, RunOptions, RunOutcome};
 
 /// The training backend (autodiff over the run-time dispatch backend).
 pub type TrainBackend = device::TrainBackend;
@@ -67,85 +75,6 @@ pub type InnerBackend = device::Backend;
 /// kernels are compiled per shape, memory comes from a pool.
 pub fn on_gpu(device: &device::DispatchDevice) -> bool {
     device::backend_name(device) != "cpu"
-}
-
-/// Every way training can fail; each names the file, key or run it is about.
-#[derive(Debug, thiserror::Error)]
-pub enum TrainError {
-    /// A config value (located: file, line, key).
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// A dataset file or directory.
-    #[error(transparent)]
-    Data(#[from] data::DataError),
-    /// A model config or input.
-    #[error(transparent)]
-    Model(#[from] models::ModelError),
-    /// Device selection.
-    #[error(transparent)]
-    Device(#[from] device::DeviceError),
-    /// A run-directory or bundle file.
-    #[error(transparent)]
-    Bundle(#[from] bundle::BundleError),
-    /// A file the trainer reads or writes itself.
-    #[error("{path}: {message}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The OS reason.
-        message: String,
-    },
-    /// A checkpoint that cannot be used.
-    #[error("checkpoint {path}: {message}")]
-    Checkpoint {
-        /// The checkpoint file.
-        path: PathBuf,
-        /// Why.
-        message: String,
-    },
-    /// A run that cannot be continued as asked.
-    #[error("cannot resume {path}: {message}")]
-    Resume {
-        /// The run directory or checkpoint.
-        path: PathBuf,
-        /// Why (the differing keys, or what is missing).
-        message: String,
-    },
-    /// A request that cannot run (e.g. fewer sequences than one step needs).
-    #[error("{0}")]
-    Invalid(String),
-    /// Non-finite steps outlasted the recovery policy; the message is its log.
-    #[error("training diverged and was aborted: {0}")]
-    Diverged(String),
-    /// The device failed (out of memory, device lost) and recovery could not continue.
-    #[error("{kind} at step {step} of {run_dir}: {message}. {advice}")]
-    DeviceFault {
-        /// The run directory (its checkpoints are intact).
-        run_dir: PathBuf,
-        /// The optimizer step that failed.
-        step: usize,
-        /// What failed.
-        kind: fault::FaultKind,
-        /// The runtime's message (first line).
-        message: String,
-        /// Why the run stopped and what to do.
-        advice: String,
-    },
-    /// A data-parallel group stopped: a peer failed or went silent.
-    #[error("data-parallel group: {peer}: {message}")]
-    Group {
-        /// The peer that failed or went silent (`peer 1 (cpu, node 0)`).
-        peer: String,
-        /// What happened.
-        message: String,
-    },
-}
-
-impl TrainError {
-    /// An I/O error on `path`.
-    pub fn io(path: impl Into<PathBuf>, e: impl std::fmt::Display) -> Self {
-        Self::Io { path: path.into(), message: e.to_string() }
-    }
 }
 
 /// `Result` with [`TrainError`].

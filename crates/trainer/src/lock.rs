@@ -1,4 +1,5 @@
-//! The run directory's lock: one trainer writes a run at a time. `run.lock` is held with an
+//! Locks: the process's turn ([`run_lock`]: runs in one process take turns) and the run
+//! directory's lock ([`RunLock`]): one trainer writes a run at a time. `run.lock` is held with an
 //! advisory file lock (flock) for the life of the run and names its owner (pid and host, for
 //! messages only). The lock alone decides: a pid equal to ours proves nothing (another PID
 //! namespace, another host on a shared disk), so whether this process holds a run's lock is
@@ -9,6 +10,18 @@ use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+
+/// Burn's backend RNG (model init, dropout) is process-global, so two runs at once in one
+/// process would draw from one stream and neither would be reproducible. Runs (and batch-size
+/// searches) in a process take turns.
+static RUN_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Take the turn that [`run`] takes. Code that draws from Burn's global RNG (building a model,
+/// loading a bundle, which builds one first) in a process where runs may be going on holds it,
+/// so those runs stay reproducible. Not reentrant: do not call [`run`] while holding it.
+pub fn run_lock() -> std::sync::MutexGuard<'static, ()> {
+    RUN_LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// The lock files this process holds (canonical paths).
 static HELD: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());

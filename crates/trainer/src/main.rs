@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use trainer::config::{ConfigBuilder, FlagOverride};
+use trainer::inject::Faults;
 use trainer::{RunOptions, TrainError};
 
 /// Train SignFlow models. Config layers: built-in default -> --config FILE -> --set KEY=VALUE -> flags.
@@ -38,34 +39,7 @@ enum Command {
     },
     /// Time training steps (forward, backward, optimizer) and inference of the configured model
     /// on random data; the Burn half of `benches/reference/compare.py`.
-    Bench {
-        #[command(flatten)]
-        layers: TrainArgs,
-        /// Reference model sizes (dim 192, 2 stages, kernel 17) instead of the config's `[model]`.
-        #[arg(long)]
-        reference: bool,
-        #[arg(long, default_value_t = 64)]
-        batch: usize,
-        #[arg(long, default_value_t = 64)]
-        frames: usize,
-        #[arg(long, default_value_t = 469)]
-        features: usize,
-        #[arg(long, default_value_t = 250)]
-        classes: usize,
-        /// Timed training steps (after 2 warm-up steps).
-        #[arg(long, default_value_t = 10)]
-        steps: usize,
-        /// Timed batch-1 forward passes.
-        #[arg(long, default_value_t = 100)]
-        latency_runs: usize,
-        /// Count the device work of a training step instead of timing (kernels launched and
-        /// compiled, host waits); needs a WGPU or CUDA device.
-        #[arg(long)]
-        count: bool,
-        /// Also write the report as JSON to this file.
-        #[arg(long)]
-        json: Option<PathBuf>,
-    },
+    Bench(BenchArgs),
     /// K-fold cross-validation by signer: one run per fold under --out (default
     /// <out_dir>/<name>-cv-<time>), then cv.json with the mean and spread. Re-run with the same
     /// --out to continue.
@@ -106,6 +80,41 @@ enum Command {
         #[arg(long)]
         to: PathBuf,
     },
+}
+
+/// `trainer bench`: the shape of the random data and what to measure.
+#[derive(Args)]
+struct BenchArgs {
+    #[command(flatten)]
+    layers: TrainArgs,
+    /// Reference model sizes (dim 192, 2 stages, kernel 17) instead of the config's `[model]`.
+    #[arg(long)]
+    reference: bool,
+    /// Sequences per batch.
+    #[arg(long, default_value_t = 64)]
+    batch: usize,
+    /// Frames per sequence.
+    #[arg(long, default_value_t = 64)]
+    frames: usize,
+    /// Features per frame.
+    #[arg(long, default_value_t = 469)]
+    features: usize,
+    /// Output classes.
+    #[arg(long, default_value_t = 250)]
+    classes: usize,
+    /// Timed training steps (after 2 warm-up steps).
+    #[arg(long, default_value_t = 10)]
+    steps: usize,
+    /// Timed batch-1 forward passes.
+    #[arg(long, default_value_t = 100)]
+    latency_runs: usize,
+    /// Count the device work of a training step instead of timing (kernels launched and
+    /// compiled, host waits); needs a WGPU or CUDA device.
+    #[arg(long)]
+    count: bool,
+    /// Also write the report as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
 }
 
 #[derive(Args, Clone, Default)]
@@ -156,23 +165,25 @@ struct TrainArgs {
     /// HOST:PORT of `trainer orchestrator` (sets distributed.orchestrator).
     #[arg(long)]
     orchestrator: Option<String>,
-    /// Allow the config's `[fault]` table, which injects failures (NaN losses, out-of-memory,
-    /// dying peers) to drill recovery; without this flag a config that sets it is refused.
-    #[arg(long)]
-    inject_faults: bool,
+    /// Inject a failure to drill recovery, e.g. --inject 'oom_at_steps=[5]' (repeatable; keys of
+    /// `trainer::inject::Faults`, values in TOML). Only in builds with `fault-injection`.
+    #[cfg(feature = "fault-injection")]
+    #[arg(long = "inject", value_name = "KEY=VALUE")]
+    inject: Vec<String>,
 }
 
 impl TrainArgs {
-    /// The resolved config; a `[fault]` table only with `--inject-faults`.
+    /// The resolved config.
     fn config(&self) -> Result<trainer::ExperimentConfig, TrainError> {
-        let cfg = self.builder()?.build()?;
-        if !self.inject_faults && cfg.fault != trainer::config::FaultConfig::default() {
-            return Err(TrainError::Invalid(format!(
-                "the config sets [fault] ({}), which injects failures to drill recovery; pass --inject-faults to run it",
-                cfg.fault.describe()
-            )));
-        }
-        Ok(cfg)
+        Ok(self.builder()?.build()?)
+    }
+
+    /// The fault plan of `--inject` (empty in a build without `fault-injection`).
+    fn faults(&self) -> Result<Faults, TrainError> {
+        #[cfg(feature = "fault-injection")]
+        return Faults::parse(&self.inject).map_err(TrainError::Invalid);
+        #[cfg(not(feature = "fault-injection"))]
+        Ok(Faults::default())
     }
 
     fn builder(&self) -> Result<ConfigBuilder, TrainError> {
@@ -260,7 +271,7 @@ fn main() -> ExitCode {
     // Before any device is used: cubecl's caches in one per-user directory, and with `bench
     // --count` its launch log in a directory removed at exit.
     let count_dir = match &cli.command {
-        Some(Command::Bench { count: true, .. }) => match tempfile::tempdir() {
+        Some(Command::Bench(BenchArgs { count: true, .. })) => match tempfile::tempdir() {
             Ok(d) => Some(d),
             Err(e) => {
                 eprintln!("error: a temporary directory for the kernel launch log: {e}");
@@ -299,15 +310,15 @@ fn real_main(cli: Cli) -> Result<(), TrainError> {
         }
         Some(Command::TuneBatch(args)) => {
             let cfg = args.config()?;
-            let report = trainer::tune::tune_batch(&cfg)?;
+            let report = trainer::tune::tune_batch(&cfg, &args.faults()?)?;
             print!("{}", report.render());
             Ok(())
         }
         Some(Command::ProbeBatch { layers, probe_batch }) => {
-            // Internal: the parent wrote this config (faults included, for drills).
-            let cfg = layers.builder()?.build()?;
+            // Internal: the parent wrote this config and passed its fault plan on.
+            let (cfg, faults) = (layers.config()?, layers.faults()?);
             // A device fault is the probe's answer: report it as an error, not a panic trace.
-            let probe = std::panic::catch_unwind(|| trainer::tune::probe_batch(&cfg, probe_batch));
+            let probe = std::panic::catch_unwind(|| trainer::tune::probe_batch(&cfg, probe_batch, &faults));
             let ms = probe.map_err(|payload| {
                 let message = trainer::fault::panic_message(&*payload);
                 let kind = trainer::fault::classify(&message).map_or("panic".to_string(), |k| k.to_string());
@@ -316,50 +327,7 @@ fn real_main(cli: Cli) -> Result<(), TrainError> {
             println!("ok {ms:.3}");
             Ok(())
         }
-        Some(Command::Bench {
-            layers,
-            reference,
-            batch,
-            frames,
-            features,
-            classes,
-            steps,
-            latency_runs,
-            count,
-            json,
-        }) => {
-            let cfg = layers.config()?;
-            let cfg = match reference {
-                true => trainer::ExperimentConfig {
-                    model: models::ModelConfig::ConvTransformer(models::ConvTransformerConfig::default()),
-                    ..cfg
-                },
-                false => cfg,
-            };
-            let opts = trainer::bench::BenchOptions { batch, frames, features, classes, steps, latency_runs };
-            let compute = trainer::resolve::ResolvedCompute::resolve(&cfg)?;
-            let json_text = match count {
-                true => {
-                    let log = device::runtime::setup().and_then(|s| s.count_log.as_deref()).ok_or_else(|| {
-                        TrainError::Invalid("--count: cubecl's launch log could not be set up (see the warning)".into())
-                    })?;
-                    let counter = device::counters::WorkCounter::new(log);
-                    let report = trainer::workcount::count(&cfg, &compute, &opts, &counter)?;
-                    print!("{}", report.render());
-                    serde_json::to_string_pretty(&report)
-                }
-                false => {
-                    let report = trainer::bench::bench(&cfg, &compute, &opts)?;
-                    print!("{}", report.render());
-                    serde_json::to_string_pretty(&report)
-                }
-            };
-            if let Some(path) = json {
-                let text = json_text.map_err(|e| TrainError::io(&path, e))?;
-                bundle::atomic::write_atomic(&path, text.as_bytes())?;
-            }
-            Ok(())
-        }
+        Some(Command::Bench(args)) => bench(args),
         Some(Command::Cv { layers, folds }) => {
             if let Some(r) = &layers.resume {
                 return Err(TrainError::Invalid(format!(
@@ -384,12 +352,50 @@ fn real_main(cli: Cli) -> Result<(), TrainError> {
     }
 }
 
+/// `trainer bench`: time (or, with `--count`, count the device work of) training steps and
+/// inference on random data.
+fn bench(args: BenchArgs) -> Result<(), TrainError> {
+    let BenchArgs { layers, reference, batch, frames, features, classes, steps, latency_runs, count, json } = args;
+    let cfg = layers.config()?;
+    let cfg = match reference {
+        true => trainer::ExperimentConfig {
+            model: models::ModelConfig::ConvTransformer(models::ConvTransformerConfig::default()),
+            ..cfg
+        },
+        false => cfg,
+    };
+    let opts = trainer::bench::BenchOptions { batch, frames, features, classes, steps, latency_runs };
+    let compute = trainer::resolve::ResolvedCompute::resolve(&cfg)?;
+    let json_text = match count {
+        true => {
+            let log = device::runtime::setup().and_then(|s| s.count_log.as_deref()).ok_or_else(|| {
+                TrainError::Invalid("--count: cubecl's launch log could not be set up (see the warning)".into())
+            })?;
+            let counter = device::counters::WorkCounter::new(log);
+            let report = trainer::workcount::count(&cfg, &compute, &opts, &counter)?;
+            print!("{}", report.render());
+            serde_json::to_string_pretty(&report)
+        }
+        false => {
+            let report = trainer::bench::bench(&cfg, &compute, &opts)?;
+            print!("{}", report.render());
+            serde_json::to_string_pretty(&report)
+        }
+    };
+    if let Some(path) = json {
+        let text = json_text.map_err(|e| TrainError::io(&path, e))?;
+        bundle::atomic::write_atomic(&path, text.as_bytes())?;
+    }
+    Ok(())
+}
+
 fn train(args: &TrainArgs) -> Result<(), TrainError> {
     let cfg = args.config()?;
     let opts = RunOptions {
         run_dir: args.resume.clone().or_else(|| args.out.clone()),
         resume: args.resume.is_some(),
-        stop_after_steps: None,
+        #[cfg(feature = "fault-injection")]
+        faults: args.faults()?,
     };
     trainer::run(cfg, opts)?;
     Ok(())

@@ -20,6 +20,41 @@ pub struct Progress {
     plain: bool,
 }
 
+/// Where a run's human-readable lines go (device, precision, batch, resume, the closing
+/// summary): stdout, or nowhere with `training.progress = "off"`. Also says whether loading
+/// draws progress bars.
+#[derive(Debug, Clone, Copy)]
+pub struct Console {
+    lines: bool,
+    bars: bool,
+}
+
+impl Console {
+    /// The console of a progress mode.
+    pub fn new(mode: ProgressMode) -> Self {
+        Self { lines: mode != ProgressMode::Off, bars: Progress::kinds(mode).0 }
+    }
+
+    /// Print `text` as a line.
+    pub fn line(&self, text: impl std::fmt::Display) {
+        if self.lines {
+            println!("{text}");
+        }
+    }
+
+    /// Print `text`, which ends its own lines (a table, a summary).
+    pub fn block(&self, text: impl std::fmt::Display) {
+        if self.lines {
+            print!("{text}");
+        }
+    }
+
+    /// Whether long loading work draws an indicatif bar.
+    pub fn bars(&self) -> bool {
+        self.bars
+    }
+}
+
 impl Progress {
     /// (live bar, plain lines) for a mode: `auto` is a bar on a terminal, lines otherwise.
     pub fn kinds(mode: ProgressMode) -> (bool, bool) {
@@ -229,30 +264,7 @@ pub struct Summary {
     pub device_faults: Vec<crate::fault::DeviceFault>,
     /// The data-parallel group, when the run had several peers.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub distributed: Option<GroupSummary>,
-}
-
-/// The peers of a data-parallel run and how the batch was split among them at the end.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct GroupSummary {
-    /// `equal`, `measured` or `fixed`.
-    pub balance: crate::dist::Balance,
-    /// Share changes made from measurements.
-    pub rebalances: usize,
-    /// One entry per peer.
-    pub peers: Vec<PeerSummary>,
-}
-
-/// One peer at the end of a data-parallel run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PeerSummary {
-    /// Rank, node and device.
-    #[serde(flatten)]
-    pub peer: crate::dist::PeerInfo,
-    /// Rows of a full micro-batch it computed last.
-    pub rows: usize,
-    /// Its last measured samples/s on the real step (`None` before the first measurement).
-    pub samples_per_s: Option<f64>,
+    pub distributed: Option<crate::dist::GroupSummary>,
 }
 
 impl Summary {

@@ -1,8 +1,7 @@
-//! An experiment config resolved once into what a run uses: the device (and why), the compute
-//! precision (and why), the preprocessing and the loaded, split data, and the micro-batch and
-//! accumulation after `"auto"`. `run`, `tune-batch`, the batch-size probe, `bench` and `cv` start
-//! from these values; nothing changes the config after resolution, and the run directory's
-//! `config.toml` is [`ResolvedRun::config`].
+//! What a config resolves to on this machine: the device (and why) with the compute precision
+//! (and why) in [`ResolvedCompute`], the preprocessing and the loaded, split data in
+//! [`ResolvedData`]. `run` (through [`crate::measure`] and [`crate::plan`]), `tune-batch`, the
+//! batch-size probe, `bench` and `cv` start from these values.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,8 +13,7 @@ use data::tokens::WordList;
 use device::{ResolvedPrecision, SelectedDevice};
 use models::decode::CtcDecoder;
 
-use crate::config::{BatchSize, ExperimentConfig, TrainingConfig};
-use crate::tune::TuneReport;
+use crate::config::ExperimentConfig;
 use crate::{Result, TrainError};
 
 /// The device and compute precision of a run (all `bench` needs).
@@ -107,117 +105,6 @@ pub fn ctc_decoder(cfg: &ExperimentConfig, ds: &SignDataset) -> Result<(CtcDecod
     let lexicon = bundle::build_lexicon(&words, unit, &ds.labels)
         .map_err(|message| data::DataError::Config { key: "ctc.lexicon".into(), message })?;
     Ok((CtcDecoder { lexicon: Some(Arc::new(lexicon)), ..plain }, Some(words)))
-}
-
-/// Where the micro-batch size of a run came from.
-#[derive(Debug, Clone)]
-pub enum BatchSource {
-    /// `training.batch_size` was a number.
-    Config,
-    /// `"auto"`, searched now.
-    Searched(TuneReport),
-    /// Kept from a resumed run's `config.toml`: its first `"auto"` search, or a micro-batch
-    /// reduced after a device fault.
-    Saved,
-}
-
-/// A run resolved once; never mutated afterwards.
-#[derive(Debug, Clone)]
-pub struct ResolvedRun {
-    /// The config with every `"auto"` batch setting replaced by its value (written as the run's
-    /// `config.toml`).
-    pub config: ExperimentConfig,
-    /// Device and precision.
-    pub compute: ResolvedCompute,
-    /// Preprocessing and data.
-    pub input: ResolvedData,
-    /// Micro-batch size.
-    pub batch_size: usize,
-    /// Micro-batches per optimizer step.
-    pub accumulation_steps: usize,
-    /// Where the batch size came from.
-    pub batch_source: BatchSource,
-}
-
-impl ResolvedRun {
-    /// Resolve `cfg` for a run. `saved` is the config of the run being resumed, whose batch
-    /// resolution a still-`"auto"` request keeps. With `show`, the device and precision lines
-    /// and the batch-size table are printed as they are decided.
-    pub fn resolve(
-        cfg: ExperimentConfig,
-        saved: Option<&ExperimentConfig>,
-        show: bool,
-        progress: bool,
-    ) -> Result<Self> {
-        let mut compute = ResolvedCompute::resolve(&cfg)?;
-        let input = ResolvedData::resolve(&cfg, progress)?;
-        let measure = cfg.device.choose == device::Choose::Fastest
-            && cfg.device.device == device::DeviceSpec::Auto
-            && cfg.distributed.devices.is_empty();
-        if measure {
-            compute = crate::choose::fastest(&cfg, &input, compute)?;
-        }
-        if show {
-            println!("device: {} ({})", compute.device.selection.name, compute.device.selection.reason);
-            if let Some(dir) =
-                compute.on_gpu().then(device::runtime::setup).flatten().and_then(|s| s.cache_dir.as_ref())
-            {
-                println!(
-                    "kernel cache: {} (autotune results and compiled kernels; {})",
-                    dir.display(),
-                    device::runtime::CACHE_ENV
-                );
-            }
-        }
-        if let Some(w) = &compute.precision.warning {
-            eprintln!("warning: {w}");
-        }
-        if show {
-            println!(
-                "precision: {} compute, f32 master weights ({})",
-                compute.precision.precision, compute.precision.reason
-            );
-        }
-        let t = &cfg.training;
-        let saved_batch = saved.and_then(|s| Some((s.training.batch_size.fixed()?, s.training.accumulation_steps)));
-        let (batch_size, accumulation_steps, batch_source) = match (t.batch_size, saved_batch) {
-            // A run that survived a device fault keeps its smaller micro-batch (same effective batch).
-            (BatchSize::Fixed(b), Some((sb, sk))) if sb < b && sb * sk == b * t.accumulation_steps => {
-                if show {
-                    println!("batch: micro-batch {sb} x {sk} accumulation, kept from the run (it was reduced after a device fault)");
-                }
-                (sb, sk, BatchSource::Saved)
-            }
-            (BatchSize::Fixed(b), _) => (b, t.accumulation_steps, BatchSource::Config),
-            (BatchSize::Auto, Some((b, accumulation))) => (b, accumulation, BatchSource::Saved),
-            (BatchSize::Auto, None) => {
-                let report = crate::tune::search(&cfg, &compute, &input)?;
-                if show {
-                    print!("{}", report.render());
-                }
-                (report.batch_size, report.accumulation_steps, BatchSource::Searched(report))
-            }
-        };
-        let config = ExperimentConfig {
-            training: TrainingConfig {
-                batch_size: BatchSize::Fixed(batch_size),
-                accumulation_steps,
-                ..cfg.training.clone()
-            },
-            ..cfg
-        };
-        Ok(Self { config, compute, input, batch_size, accumulation_steps, batch_source })
-    }
-}
-
-impl ResolvedRun {
-    /// The same run with another micro-batch size and accumulation (after a device fault).
-    pub fn with_micro_batch(&self, batch_size: usize, accumulation_steps: usize) -> Self {
-        let mut config = self.config.clone();
-        config.training.batch_size = BatchSize::Fixed(batch_size);
-        config.training.accumulation_steps = accumulation_steps;
-        Self { config, batch_size, accumulation_steps, ..self.clone() }
-    }
 }
 
 /// The micro-batch and accumulation to continue with after an out-of-memory at micro-batch `b`

@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use bundle::layout;
 
 use crate::config::{BatchSize, ExperimentConfig};
-use crate::train::RunOptions;
 use crate::{Result, TrainError};
 
 /// A run directory ready for a run.
@@ -22,15 +21,16 @@ pub struct OpenedRun {
     pub latest: Option<(usize, PathBuf)>,
 }
 
-/// Open the run directory `opts` and `cfg` name (a new one is created by [`create`] once the
-/// run has resolved, so a run that cannot start leaves no directory behind).
-pub fn open(cfg: &ExperimentConfig, opts: &RunOptions) -> Result<OpenedRun> {
-    let run_dir = match (&opts.run_dir, opts.resume) {
-        (Some(d), _) => d.clone(),
+/// Open the run directory `run_dir` (`None`: a new one under `training.out_dir`), to continue
+/// it with `resume` (a new one is created by [`create`] once the run has resolved, so a run
+/// that cannot start leaves no directory behind).
+pub fn open(cfg: &ExperimentConfig, run_dir: Option<&Path>, resume: bool) -> Result<OpenedRun> {
+    let run_dir = match (run_dir, resume) {
+        (Some(d), _) => d.to_path_buf(),
         (None, true) => return Err(TrainError::Invalid("resume needs the run directory".into())),
         (None, false) => layout::new_run_dir(Path::new(&cfg.training.out_dir), &cfg.name),
     };
-    let (saved, latest) = if opts.resume {
+    let (saved, latest) = if resume {
         let saved = read_saved_config(&run_dir)?;
         check_resume_compatible(&run_dir, &saved, cfg)?;
         (Some(saved), crate::checkpoint::list(&run_dir).pop())

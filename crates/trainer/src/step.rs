@@ -27,23 +27,13 @@ use data::loader::SignBatch;
 use models::precision::ComputeModel;
 use models::SignModel;
 
+use crate::inject::StepFaults;
 use crate::objective::Objective;
 use crate::optim::Optim;
 use crate::profile::{Phase, Profiler};
 use crate::{InnerBackend, Result, TrainBackend};
 
 type Device = device::DispatchDevice;
-
-/// Deliberate faults for drills and tests (`[fault]`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct StepFaults {
-    /// Replace the loss by NaN.
-    pub nan_loss: bool,
-    /// Multiply the first gradient tensor by infinity.
-    pub inf_grad: bool,
-    /// Die of an out-of-memory panic after the first forward pass ([`crate::fault`]).
-    pub oom: bool,
-}
 
 /// The factor the loss is multiplied by before the backward pass (f16 loss scaling; 1 otherwise).
 #[derive(Debug, Clone)]
@@ -332,7 +322,7 @@ pub fn compute_gradients(
         };
         let t2 = prof.mark(device, Phase::Forward, t1);
         if settings.faults.oom {
-            crate::fault::raise_injected_oom(n);
+            crate::inject::raise_injected_oom(n);
         }
         if settings.sample_memory {
             memory = peak(memory, device::memory_stats(device));

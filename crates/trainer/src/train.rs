@@ -13,7 +13,7 @@
 
 use std::cell::Cell;
 use std::panic::AssertUnwindSafe;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -26,18 +26,20 @@ use models::SignModel;
 
 use crate::amp::{DeviceScale, LossScaler, ScaleChange};
 use crate::checkpoint::{self, BestRecord, EpochRecord, ModelSignature, TrainState};
-use crate::config::{ExperimentConfig, Metric, ProgressMode};
+use crate::config::{ExperimentConfig, Metric};
 use crate::fault::{self, DeviceFault};
+use crate::inject::Faults;
+use crate::measure::{measure, Measured};
 use crate::metrics::{MetricsWriter, Row};
 use crate::objective::Objective;
 use crate::optim::Optim;
+use crate::plan::{BatchSource, ResolvedRun};
 use crate::profile::Profiler;
 use crate::recovery::Recovery;
-use crate::report::{fmt_duration, Progress, Reporter, Summary};
-use crate::resolve::ResolvedRun;
+use crate::report::{fmt_duration, Console, Progress, Reporter, Summary};
 use crate::resume::OpenedRun;
 use crate::schedule::LrSchedule;
-use crate::step::{queue_step, LossScale, PendingOutcome, StepFaults, StepOutcome, StepSettings};
+use crate::step::{queue_step, LossScale, PendingOutcome, StepOutcome, StepSettings};
 use crate::validate::evaluate;
 use crate::{Result, TrainBackend, TrainError};
 
@@ -50,9 +52,19 @@ pub struct RunOptions {
     pub run_dir: Option<PathBuf>,
     /// Continue the run in `run_dir` from its last complete checkpoint.
     pub resume: bool,
-    /// Return after this many optimizer steps as if interrupted (after any checkpoint due at
-    /// that step). For tests of resume.
-    pub stop_after_steps: Option<usize>,
+    /// Deliberate failures (tests and drills; only with the `fault-injection` feature).
+    #[cfg(feature = "fault-injection")]
+    pub faults: Faults,
+}
+
+impl RunOptions {
+    /// The run's fault plan: empty unless the `fault-injection` feature gave one.
+    fn faults(&self) -> Faults {
+        #[cfg(feature = "fault-injection")]
+        return self.faults.clone();
+        #[cfg(not(feature = "fault-injection"))]
+        Faults::default()
+    }
 }
 
 /// What [`run`] returns.
@@ -60,20 +72,8 @@ pub struct RunOptions {
 pub struct RunOutcome {
     /// The run directory.
     pub run_dir: PathBuf,
-    /// `None` when the run was stopped by `stop_after_steps`.
+    /// `None` when the run was interrupted (an injected interruption, see [`crate::inject`]).
     pub summary: Option<Summary>,
-}
-
-/// Burn's backend RNG (model init, dropout) is process-global, so two runs at once in one
-/// process would draw from one stream and neither would be reproducible. Runs (and batch-size
-/// searches) in a process take turns.
-static RUN_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// Take the turn that [`run`] takes. Code that draws from Burn's global RNG (building a model,
-/// loading a bundle, which builds one first) in a process where runs may be going on holds it,
-/// so those runs stay reproducible. Not reentrant: do not call [`run`] while holding it.
-pub fn run_lock() -> std::sync::MutexGuard<'static, ()> {
-    RUN_LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Train one experiment end to end (or resume one). Runs in one process are serialized.
@@ -82,20 +82,26 @@ pub fn run_lock() -> std::sync::MutexGuard<'static, ()> {
 /// continued from the run's last checkpoint with half the micro-batch and twice the
 /// accumulation, up to `recovery.max_device_faults` times; other panics are bugs and propagate.
 pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
-    let _turn = run_lock();
+    let _turn = crate::lock::run_lock();
     let wall = Instant::now();
     cfg.validate().map_err(|(key, message)| crate::ConfigError {
         origin: crate::config::Origin { source: "config".into(), line: None },
         key,
         message,
     })?;
-    let show = cfg.training.progress != ProgressMode::Off;
+    let console = Console::new(cfg.training.progress);
     if cfg.distributed.node_rank > 0 {
-        return serve_node(&cfg, show);
+        return serve_node(&cfg, &opts.faults(), &console);
     }
-    let bars = Progress::kinds(cfg.training.progress).0;
-    let mut opened = crate::resume::open(&cfg, &opts)?;
-    let mut run = ResolvedRun::resolve(cfg, opened.saved.as_ref(), show, bars)?;
+    let mut opened = crate::resume::open(&cfg, opts.run_dir.as_deref(), opts.resume)?;
+    let Measured { compute, input, search } = measure(&cfg, opened.saved.as_ref(), &opts.faults(), &console)?;
+    let mut run = crate::plan::plan(cfg, opened.saved.as_ref(), compute, input, search)?;
+    if let BatchSource::Reduced = run.batch_source {
+        console.line(format!(
+            "batch: micro-batch {} x {} accumulation, kept from the run (it was reduced after a device fault)",
+            run.batch_size, run.accumulation_steps
+        ));
+    }
     crate::resume::create(&opened)?;
     let _lock = crate::lock::RunLock::take(&opened.run_dir)?;
     if opts.resume {
@@ -108,7 +114,7 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
     loop {
         let run_dir = opened.run_dir.clone();
         let at = Cell::new((0, 0));
-        let attempt = AssertUnwindSafe(|| train_once(&run, opened, &opts, show, &survived, &at, wall));
+        let attempt = AssertUnwindSafe(|| train_once(&run, opened, &opts, &console, &survived, &at, wall));
         let payload = match std::panic::catch_unwind(attempt) {
             Ok(result) => return result,
             Err(payload) => payload,
@@ -116,38 +122,13 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
         let Some((kind, message)) = fault::device_fault(&*payload) else { std::panic::resume_unwind(payload) };
         let (step, epoch) = at.get();
         let (b, k) = (run.batch_size, run.accumulation_steps);
-        let limit = run.config.recovery.max_device_faults;
-        let stop = |advice: String| TrainError::DeviceFault {
-            run_dir: run_dir.clone(),
-            step,
-            kind,
-            message: message.clone(),
-            advice,
-        };
-        if run.config.distributed.nodes > 1 {
-            return Err(stop(format!(
-                "The group spans {} machines, whose peers cannot change the micro-batch together: lower training.batch_size and continue with --resume {}",
-                run.config.distributed.nodes,
-                run_dir.display()
-            )));
-        }
-        let Some((smaller, accumulation)) = crate::resolve::smaller_micro_batch(b, k) else {
-            return Err(stop(format!(
-                "It failed at micro-batch 1, so a smaller batch cannot help: use a device with more memory, a smaller model or shorter sequences (preprocess.max_frames); the checkpoints in {} are intact",
-                run_dir.display()
-            )));
-        };
-        if survived.len() >= limit {
-            return Err(stop(format!(
-                "recovery.max_device_faults = {limit} reached (micro-batch now {b}); the checkpoints are intact: lower training.batch_size and continue with --resume {}",
-                run_dir.display()
-            )));
-        }
+        let (smaller, accumulation) = continue_with(&run, survived.len(), &run_dir).map_err(|advice| {
+            TrainError::DeviceFault { run_dir: run_dir.clone(), step, kind, message: message.clone(), advice }
+        })?;
         device::empty_cache(run.compute.device());
         run = run.with_micro_batch(smaller, accumulation);
         crate::export::write_run_files(&run_dir, &run)?;
-        let again = RunOptions { run_dir: Some(run_dir.clone()), resume: true, ..opts.clone() };
-        opened = crate::resume::open(&run.config, &again)?;
+        opened = crate::resume::open(&run.config, Some(&run_dir), true)?;
         survived.push(DeviceFault {
             step,
             epoch: epoch + 1,
@@ -161,25 +142,50 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
     }
 }
 
+/// The micro-batch and accumulation a run continues with after a device fault (at most half the
+/// micro-batch, the same effective batch), or why it cannot continue: what to do instead.
+fn continue_with(run: &ResolvedRun, survived: usize, run_dir: &Path) -> std::result::Result<(usize, usize), String> {
+    let (b, k) = (run.batch_size, run.accumulation_steps);
+    let limit = run.config.recovery.max_device_faults;
+    if run.config.distributed.nodes > 1 {
+        return Err(format!(
+            "The group spans {} machines, whose peers cannot change the micro-batch together: lower training.batch_size and continue with --resume {}",
+            run.config.distributed.nodes,
+            run_dir.display()
+        ));
+    }
+    let Some(smaller) = crate::resolve::smaller_micro_batch(b, k) else {
+        return Err(format!(
+            "It failed at micro-batch 1, so a smaller batch cannot help: use a device with more memory, a smaller model or shorter sequences (preprocess.max_frames); the checkpoints in {} are intact",
+            run_dir.display()
+        ));
+    };
+    if survived >= limit {
+        return Err(format!(
+            "recovery.max_device_faults = {limit} reached (micro-batch now {b}); the checkpoints are intact: lower training.batch_size and continue with --resume {}",
+            run_dir.display()
+        ));
+    }
+    Ok(smaller)
+}
+
 /// One attempt at the run: start (or continue from the last checkpoint), train, finish.
 /// `at` follows the (step, epoch) in progress, for the report when a step dies of a panic.
 fn train_once(
     run: &ResolvedRun,
     opened: OpenedRun,
     opts: &RunOptions,
-    show: bool,
+    console: &Console,
     survived: &[DeviceFault],
     at: &Cell<(usize, usize)>,
     wall: Instant,
 ) -> Result<RunOutcome> {
-    let mut trainer = Trainer::start(run, opened, opts, show, survived, at)?;
+    let mut trainer = Trainer::start(run, opened, opts, console, survived, at)?;
     if trainer.train()? == Ended::Interrupted {
         return Ok(RunOutcome { run_dir: trainer.run_dir, summary: None });
     }
     let summary = trainer.finish()?;
-    if show {
-        print!("{}", summary.render(&trainer.state.history, wall.elapsed().as_secs_f64()));
-    }
+    console.block(summary.render(&trainer.state.history, wall.elapsed().as_secs_f64()));
     Ok(RunOutcome { run_dir: trainer.run_dir, summary: Some(summary) })
 }
 
@@ -281,7 +287,7 @@ impl Feed {
 enum Ended {
     /// All epochs or `max_steps` done, or early stopping.
     Finished,
-    /// `stop_after_steps` reached.
+    /// An injected interruption.
     Interrupted,
 }
 
@@ -289,7 +295,7 @@ enum Ended {
 struct Trainer<'a> {
     run: &'a ResolvedRun,
     run_dir: PathBuf,
-    stop_after_steps: Option<usize>,
+    faults: Faults,
     model: SignModel<TrainBackend>,
     optim: Optim,
     state: TrainState,
@@ -348,41 +354,15 @@ impl<'a> Trainer<'a> {
         run: &'a ResolvedRun,
         opened: OpenedRun,
         opts: &RunOptions,
-        show: bool,
+        console: &Console,
         survived: &'a [DeviceFault],
         at: &'a Cell<(usize, usize)>,
     ) -> Result<Self> {
         let cfg = &run.config;
         let t = &cfg.training;
         let device = run.compute.device();
-        let data = &run.input.data;
-        let ds = &data.dataset;
-        let loader_cfg = LoaderConfig {
-            batch_size: run.batch_size,
-            shuffle: true,
-            drop_last: t.drop_last,
-            seed: t.seed,
-            workers: cfg.data.workers,
-            prefetch: cfg.data.prefetch,
-        };
-        let accum = run.accumulation_steps;
-        let batches_per_epoch = epoch_batches(&data.train, &loader_cfg, 0).len();
-        // Without drop_last the epoch's last step takes the micro-batches that are left (fewer
-        // than `accum`), so every sequence is seen and a step covers the same sequences whatever
-        // the micro-batch (a run continued with half the micro-batch keeps its schedule).
-        let steps_per_epoch = if t.drop_last { batches_per_epoch / accum } else { batches_per_epoch.div_ceil(accum) };
-        if steps_per_epoch == 0 {
-            return Err(TrainError::Invalid(format!(
-                "the training split has {} sequences ({} batches of {}), fewer than one optimizer step needs (accumulation_steps = {accum}); lower training.batch_size or training.accumulation_steps",
-                data.train.len(),
-                batches_per_epoch,
-                run.batch_size
-            )));
-        }
-        let total_steps = match t.max_steps {
-            0 => steps_per_epoch * t.epochs,
-            max => (steps_per_epoch * t.epochs).min(max),
-        };
+        let ds = &run.input.data.dataset;
+        let EpochPlan { loader_cfg, batches_per_epoch, steps_per_epoch, total_steps } = EpochPlan::of(run)?;
         let batcher = batcher_for(cfg, &run.input);
 
         // Seeded init, materialized before any clone (see models::precision).
@@ -392,31 +372,18 @@ impl<'a> Trainer<'a> {
         let optim = Optim::new(&cfg.optimizer);
         let signature = ModelSignature::of(cfg, &model);
         let (model, optim, mut state, resumed_from, skipped) =
-            restore_or_new(&opened, opts, model, optim, signature, device, show)?;
+            restore_or_new(&opened, opts.resume, model, optim, signature, device, console)?;
         adopt_micro_batch(&mut state, run.batch_size, &opened.run_dir)?;
-        for f in survived {
-            if !state.device_faults.contains(f) {
-                state.device_faults.push(f.clone());
-            }
-        }
+        let new: Vec<DeviceFault> = survived.iter().filter(|f| !state.device_faults.contains(f)).cloned().collect();
+        state.device_faults.extend(new);
         let recovering = survived.last();
         let metrics =
             MetricsWriter::open(&opened.run_dir, resumed_from.or((opts.resume || recovering.is_some()).then_some(0)))?;
         let mut report = Reporter { metrics, progress: Progress::new(t.progress, total_steps, state.step) };
-        if let Some(f) = recovering {
-            report.event(f.step, f.epoch, "device_fault", f.describe())?;
-        }
-        for s in &skipped {
-            report.event(s.step, state.epoch + 1, "checkpoint_skipped", s.reason.clone())?;
-        }
-        if let Some(step) = resumed_from {
-            report.event(step, state.epoch + 1, "resume", format!("pid {}", std::process::id()))?;
-        }
-        if show {
-            print!("{}", start_lines(run, &model, total_steps));
-        }
+        report_start(&mut report, state.epoch + 1, recovering, &skipped, resumed_from)?;
+        console.block(start_lines(run, &model, total_steps));
         let group = match cfg.distributed.is_group() {
-            true => Some(start_group(run, &batcher, &model, &mut report, state.step, show)?),
+            true => Some(start_group(run, &batcher, &model, &mut report, state.step, &opts.faults(), console)?),
             false => None,
         };
         let f16 = run.compute.precision.precision == device::Precision::F16;
@@ -434,14 +401,14 @@ impl<'a> Trainer<'a> {
             prof: Profiler::new(t.profile),
             run,
             run_dir: opened.run_dir,
-            stop_after_steps: opts.stop_after_steps,
+            faults: opts.faults(),
             model,
             optim,
             state,
             resumed_from,
             loader_cfg,
             batcher,
-            micro_batches_per_epoch: (steps_per_epoch * accum).min(batches_per_epoch),
+            micro_batches_per_epoch: (steps_per_epoch * run.accumulation_steps).min(batches_per_epoch),
             total_steps,
             report,
             monitor,
@@ -462,7 +429,7 @@ impl<'a> Trainer<'a> {
         })
     }
 
-    /// Epochs until done, early stopping or `stop_after_steps`.
+    /// Epochs until done, early stopping or an injected interruption.
     fn train(&mut self) -> Result<Ended> {
         let t = &self.run.config.training;
         let mut ended = Ended::Finished;
@@ -474,7 +441,7 @@ impl<'a> Trainer<'a> {
             if self.end_epoch()? {
                 break;
             }
-            if self.stop_after_steps.is_some_and(|s| self.state.step >= s) {
+            if self.interrupted(self.state.step) {
                 ended = Ended::Interrupted;
                 break;
             }
@@ -517,7 +484,7 @@ impl<'a> Trainer<'a> {
             let epoch_ends = self.state.batch_in_epoch >= usable;
             self.after_step(samples, lr, epoch_ends)?;
             self.prof.end_step(step_start);
-            if self.stop_after_steps.is_some_and(|s| self.state.step >= s) && !epoch_ends {
+            if self.interrupted(self.state.step) && !epoch_ends {
                 return Ok(Ended::Interrupted);
             }
         }
@@ -547,11 +514,7 @@ impl<'a> Trainer<'a> {
             lr,
             clip_grad_norm: cfg.optimizer.clip_grad_norm,
             dropout_seed: self.reseed.then_some((cfg.training.seed, step as u64)),
-            faults: StepFaults {
-                nan_loss: cfg.fault.nan_loss_steps.contains(&step),
-                inf_grad: cfg.fault.inf_grad_steps.contains(&step),
-                oom: fault::injected_oom(&cfg.fault, step, run.batch_size, self.survived),
-            },
+            faults: self.faults.at_step(step, run.batch_size, self.survived),
             sample_memory: run.compute.on_gpu()
                 && (step.is_multiple_of(cfg.training.log_every) || self.state.batch_in_epoch == 0),
         };
@@ -657,7 +620,7 @@ impl<'a> Trainer<'a> {
         let log_now = step.is_multiple_of(t.log_every) || step == self.total_steps;
         let checkpoint_due =
             checkpoint::step_checkpoint_due(&run.config.checkpoint, run.compute.on_gpu(), step, epoch_ends);
-        let stopping = self.stop_after_steps.is_some_and(|s| step >= s);
+        let stopping = self.interrupted(step);
         if log_now || checkpoint_due || epoch_ends || stopping {
             self.settle()?;
         }
@@ -739,9 +702,14 @@ impl<'a> Trainer<'a> {
         TrainState { elapsed_s: self.elapsed_s(), epoch_sums, window_sums: self.window.sums(), ..self.state.clone() }
     }
 
+    /// Whether an injected interruption ends the run at `step`.
+    fn interrupted(&self, step: usize) -> bool {
+        self.faults.interrupt_after().is_some_and(|s| step >= s)
+    }
+
     fn save_checkpoint(&mut self) -> Result<()> {
         let keep = self.run.config.checkpoint.keep_last;
-        checkpoint::save(&self.run_dir, &self.model, &self.optim, &self.state_now(), keep)?;
+        checkpoint::save(&self.run_dir, &self.model, &self.optim, &self.state_now(), keep, &self.faults)?;
         self.reseed = true;
         Ok(())
     }
@@ -860,17 +828,17 @@ impl<'a> Trainer<'a> {
 type Resumed = (SignModel<TrainBackend>, Optim, TrainState, Option<usize>, Vec<checkpoint::Skipped>);
 
 /// The model, optimizer and state of the last checkpoint when there is one, else the fresh ones
-/// given (with a line saying which, when `show`).
+/// given (with a line on `console` saying which).
 fn restore_or_new(
     opened: &OpenedRun,
-    opts: &RunOptions,
+    resume: bool,
     model: SignModel<TrainBackend>,
     optim: Optim,
     signature: ModelSignature,
     device: &Device,
-    show: bool,
+    console: &Console,
 ) -> Result<Resumed> {
-    if !opts.resume && opened.latest.is_none() {
+    if !resume && opened.latest.is_none() {
         return Ok((model, optim, TrainState::new(signature), None, Vec::new()));
     }
     let (restored, skipped) = checkpoint::restore_newest(&opened.run_dir, &model, &optim, &signature, device)?;
@@ -879,20 +847,17 @@ fn restore_or_new(
     }
     Ok(match restored {
         Some((step, (model, optim, state))) => {
-            if show {
-                println!(
-                    "resuming {} from step {step} (epoch {}, batch {})",
-                    opened.run_dir.display(),
-                    state.epoch + 1,
-                    state.batch_in_epoch
-                );
-            }
+            console.line(format!(
+                "resuming {} from step {step} (epoch {}, batch {})",
+                opened.run_dir.display(),
+                state.epoch + 1,
+                state.batch_in_epoch
+            ));
             (model, optim, state, Some(step), skipped)
         }
         None => {
-            if show {
-                println!("no complete checkpoint in {}; starting from the beginning", opened.run_dir.display());
-            }
+            console
+                .line(format!("no complete checkpoint in {}; starting from the beginning", opened.run_dir.display()));
             (model, optim, TrainState::new(signature), None, skipped)
         }
     })
@@ -915,14 +880,84 @@ fn batcher_for(cfg: &ExperimentConfig, input: &crate::resolve::ResolvedData) -> 
     ItemBatcher { preprocessor: pre.clone(), augmenter, seed: cfg.training.seed }
 }
 
-fn workload(cfg: &ExperimentConfig, input: &crate::resolve::ResolvedData) -> crate::dist::Workload {
+fn workload(cfg: &ExperimentConfig, input: &crate::resolve::ResolvedData, faults: &Faults) -> crate::dist::Workload {
     crate::dist::Workload {
         dataset: input.data.dataset.clone(),
         batcher: batcher_for(cfg, input),
         model: cfg.model.clone(),
         label_smoothing: cfg.training.label_smoothing,
         task: cfg.task,
+        faults: faults.clone(),
     }
+}
+
+/// How an epoch divides into micro-batches and optimizer steps.
+struct EpochPlan {
+    /// The epoch loader's settings.
+    loader_cfg: LoaderConfig,
+    /// Micro-batches in an epoch.
+    batches_per_epoch: usize,
+    /// Optimizer steps in an epoch.
+    steps_per_epoch: usize,
+    /// Optimizer steps in the run (`training.max_steps` included).
+    total_steps: usize,
+}
+
+impl EpochPlan {
+    /// The plan of `run`; an error when the training split is too small for one step.
+    fn of(run: &ResolvedRun) -> Result<Self> {
+        let cfg = &run.config;
+        let t = &cfg.training;
+        let train = &run.input.data.train;
+        let loader_cfg = LoaderConfig {
+            batch_size: run.batch_size,
+            shuffle: true,
+            drop_last: t.drop_last,
+            seed: t.seed,
+            workers: cfg.data.workers,
+            prefetch: cfg.data.prefetch,
+        };
+        let accum = run.accumulation_steps;
+        let batches_per_epoch = epoch_batches(train, &loader_cfg, 0).len();
+        // Without drop_last the epoch's last step takes the micro-batches that are left (fewer
+        // than `accum`), so every sequence is seen and a step covers the same sequences whatever
+        // the micro-batch (a run continued with half the micro-batch keeps its schedule).
+        let steps_per_epoch = if t.drop_last { batches_per_epoch / accum } else { batches_per_epoch.div_ceil(accum) };
+        if steps_per_epoch == 0 {
+            return Err(TrainError::Invalid(format!(
+                "the training split has {} sequences ({} batches of {}), fewer than one optimizer step needs (accumulation_steps = {accum}); lower training.batch_size or training.accumulation_steps",
+                train.len(),
+                batches_per_epoch,
+                run.batch_size
+            )));
+        }
+        let total_steps = match t.max_steps {
+            0 => steps_per_epoch * t.epochs,
+            max => (steps_per_epoch * t.epochs).min(max),
+        };
+        Ok(Self { loader_cfg, batches_per_epoch, steps_per_epoch, total_steps })
+    }
+}
+
+/// The events of how an attempt starts: the device fault it recovers from, the checkpoints
+/// passed over as unreadable, the step it resumes from.
+fn report_start(
+    report: &mut Reporter,
+    epoch: usize,
+    recovering: Option<&DeviceFault>,
+    skipped: &[checkpoint::Skipped],
+    resumed_from: Option<usize>,
+) -> Result<()> {
+    if let Some(f) = recovering {
+        report.event(f.step, f.epoch, "device_fault", f.describe())?;
+    }
+    for s in skipped {
+        report.event(s.step, epoch, "checkpoint_skipped", s.reason.clone())?;
+    }
+    if let Some(step) = resumed_from {
+        report.event(step, epoch, "resume", format!("pid {}", std::process::id()))?;
+    }
+    Ok(())
 }
 
 /// Start the group this process leads, with its `group_start` event.
@@ -932,10 +967,11 @@ fn start_group(
     model: &SignModel<TrainBackend>,
     report: &mut Reporter,
     step: usize,
-    show: bool,
+    faults: &Faults,
+    console: &Console,
 ) -> Result<crate::dist::Group> {
     let cfg = &run.config;
-    let work = crate::dist::Workload { batcher: batcher.clone(), ..workload(cfg, &run.input) };
+    let work = crate::dist::Workload { batcher: batcher.clone(), ..workload(cfg, &run.input, faults) };
     let group = crate::dist::Group::start(
         cfg,
         &run.compute.peers,
@@ -954,36 +990,29 @@ fn start_group(
         cfg.distributed.balance,
         rows
     );
-    if show {
-        println!("{line}");
-    }
+    console.line(&line);
     report.event(step, 0, "group_start", line)?;
     Ok(group)
 }
 
 /// A process with `distributed.node_rank > 0`: its peers compute their shares of the steps that
 /// node 0 leads, until node 0 ends the run. Nothing is written here.
-fn serve_node(cfg: &ExperimentConfig, show: bool) -> Result<RunOutcome> {
-    let bars = Progress::kinds(cfg.training.progress).0;
-    let input = crate::resolve::ResolvedData::resolve(cfg, bars)?;
+fn serve_node(cfg: &ExperimentConfig, faults: &Faults, console: &Console) -> Result<RunOutcome> {
+    let input = crate::resolve::ResolvedData::resolve(cfg, console.bars())?;
     let devices = crate::dist::local_devices(cfg)?;
     let devices =
         if devices.is_empty() { vec![device::resolve(&cfg.device.device, &cfg.device.policy())?] } else { devices };
-    if show {
-        let names: Vec<&str> = devices.iter().map(|d| d.selection.name.as_str()).collect();
-        println!(
-            "node {} of {}: {} peer(s) on {}; waiting for node 0 at {}",
-            cfg.distributed.node_rank,
-            cfg.distributed.nodes,
-            devices.len(),
-            names.join(", "),
-            cfg.distributed.orchestrator
-        );
-    }
-    crate::dist::serve_node(cfg, workload(cfg, &input), &devices)?;
-    if show {
-        println!("node {}: node 0 ended the run", cfg.distributed.node_rank);
-    }
+    let names: Vec<&str> = devices.iter().map(|d| d.selection.name.as_str()).collect();
+    console.line(format!(
+        "node {} of {}: {} peer(s) on {}; waiting for node 0 at {}",
+        cfg.distributed.node_rank,
+        cfg.distributed.nodes,
+        devices.len(),
+        names.join(", "),
+        cfg.distributed.orchestrator
+    ));
+    crate::dist::serve_node(cfg, workload(cfg, &input, faults), &devices)?;
+    console.line(format!("node {}: node 0 ended the run", cfg.distributed.node_rank));
     Ok(RunOutcome { run_dir: PathBuf::from(&cfg.training.out_dir), summary: None })
 }
 

@@ -21,6 +21,7 @@ use models::SignModel;
 use serde::Serialize;
 
 use crate::config::ExperimentConfig;
+use crate::inject::Faults;
 use crate::objective::Objective;
 use crate::optim::Optim;
 use crate::profile::Profiler;
@@ -86,40 +87,52 @@ impl TuneReport {
 }
 
 /// `trainer tune-batch`: resolve device, precision and data as a run would, then search.
-pub fn tune_batch(cfg: &ExperimentConfig) -> Result<TuneReport> {
-    let _turn = crate::train::run_lock();
+pub fn tune_batch(cfg: &ExperimentConfig, faults: &Faults) -> Result<TuneReport> {
+    let _turn = crate::lock::run_lock();
     let compute = ResolvedCompute::resolve(cfg)?;
     let input = ResolvedData::resolve(cfg, false)?;
-    search(cfg, &compute, &input)
+    search(cfg, &compute, &input, faults)
 }
 
 /// One batch-size probe (run in a child process by the GPU search): two full steps at `batch`.
 /// Returns ms per step; an out-of-memory kills the process, which is the answer.
-pub fn probe_batch(cfg: &ExperimentConfig, batch: usize) -> Result<f64> {
+pub fn probe_batch(cfg: &ExperimentConfig, batch: usize, faults: &Faults) -> Result<f64> {
     let compute = ResolvedCompute::resolve(cfg)?;
     let input = ResolvedData::resolve(cfg, false)?;
-    probe_steps(cfg, &compute, &input, batch)
+    probe_steps(cfg, &compute, &input, batch, faults)
 }
 
-/// The probe's work: two timed steps at `batch` (an injected out-of-memory above
-/// `fault.oom_fits_micro_batch` first).
-fn probe_steps(cfg: &ExperimentConfig, compute: &ResolvedCompute, input: &ResolvedData, batch: usize) -> Result<f64> {
-    if cfg.fault.oom_fits_micro_batch.is_some_and(|fits| batch > fits) {
-        crate::fault::raise_injected_oom(batch);
+/// The probe's work: two timed steps at `batch` (an injected out-of-memory first, when the
+/// fault plan says this size does not fit).
+fn probe_steps(
+    cfg: &ExperimentConfig,
+    compute: &ResolvedCompute,
+    input: &ResolvedData,
+    batch: usize,
+    faults: &Faults,
+) -> Result<f64> {
+    if faults.probe_fails(batch) {
+        crate::inject::raise_injected_oom(batch);
     }
     time_steps(cfg, compute, input, batch, 2)
 }
 
 /// The batch-size search for the resolved device: measured throughput on the CPU, probes on
 /// GPUs (in child processes of the trainer binary when one is found, see [`probe_program`]).
-pub fn search(cfg: &ExperimentConfig, compute: &ResolvedCompute, input: &ResolvedData) -> Result<TuneReport> {
+pub fn search(
+    cfg: &ExperimentConfig,
+    compute: &ResolvedCompute,
+    input: &ResolvedData,
+    faults: &Faults,
+) -> Result<TuneReport> {
     if !compute.on_gpu() {
         return tune_cpu(cfg, compute, input);
     }
-    match probe_program() {
-        Some(exe) => tune_gpu(cfg, &Prober::Child(exe), compute, input),
-        None => tune_gpu(cfg, &Prober::InProcess, compute, input),
-    }
+    let prober = match probe_program() {
+        Some(exe) => Prober::Child(exe),
+        None => Prober::InProcess,
+    };
+    tune_gpu(cfg, &prober, compute, input, faults)
 }
 
 /// The program whose hidden `__probe-batch` command runs GPU probes in a child process: this
@@ -162,8 +175,9 @@ fn probe_in_process(
     compute: &ResolvedCompute,
     input: &ResolvedData,
     b: usize,
+    faults: &Faults,
 ) -> (bool, Option<f64>, String) {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| probe_steps(cfg, compute, input, b))) {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| probe_steps(cfg, compute, input, b, faults))) {
         Ok(Ok(ms)) => (true, Some(ms), "in process".to_string()),
         Ok(Err(e)) => (false, None, format!("failed: {e}")),
         Err(payload) => {
@@ -175,13 +189,14 @@ fn probe_in_process(
 }
 
 /// One probe in a child process: (fits, ms per step, note).
-fn probe_child(exe: &Path, config: &Path, b: usize) -> (bool, Option<f64>, String) {
+fn probe_child(exe: &Path, config: &Path, b: usize, faults: &Faults) -> (bool, Option<f64>, String) {
     let out = std::process::Command::new(exe)
         .arg("__probe-batch")
         .arg("--config")
         .arg(config)
         .arg("--probe-batch")
         .arg(b.to_string())
+        .args(faults.to_args())
         .output();
     match out {
         Ok(o) if o.status.success() => {
@@ -302,6 +317,7 @@ pub fn tune_gpu(
     prober: &Prober,
     compute: &ResolvedCompute,
     input: &ResolvedData,
+    faults: &Faults,
 ) -> Result<TuneReport> {
     let device_name = &compute.device.selection.name;
     let dir = tempfile::tempdir().map_err(|e| TrainError::io(std::env::temp_dir(), e))?;
@@ -310,8 +326,8 @@ pub fn tune_gpu(
     let mut rows = Vec::new();
     let probe = |b: usize, rows: &mut Vec<TuneRow>| -> bool {
         let (fits, ms, note) = match prober {
-            Prober::Child(exe) => probe_child(exe, &config, b),
-            Prober::InProcess => probe_in_process(cfg, compute, input, b),
+            Prober::Child(exe) => probe_child(exe, &config, b, faults),
+            Prober::InProcess => probe_in_process(cfg, compute, input, b, faults),
         };
         rows.push(TuneRow { batch: b, fits, step_ms: ms, samples_per_s: ms.map(|m| b as f64 * 1e3 / m), note });
         fits

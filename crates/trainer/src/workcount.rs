@@ -23,7 +23,7 @@ use crate::objective::Objective;
 use crate::optim::Optim;
 use crate::profile::Profiler;
 use crate::resolve::ResolvedCompute;
-use crate::step::{apply_gradients, compute_gradients, queue_step, settle, StepSettings};
+use crate::step::{apply_gradients, compute_gradients, queue_step, settle, PendingOutcome, StepSettings};
 use crate::{Result, TrainBackend, TrainError};
 
 /// Untimed steps before counting: the first compiles and tunes, the second and third may still
@@ -125,12 +125,12 @@ pub fn count(
     }
     opts.check()?;
     // The model's init is seeded from Burn's process-wide generator.
-    let _guard = crate::train::run_lock();
+    let _guard = crate::lock::run_lock();
     let device = compute.device();
     let precision = compute.precision.precision;
     let read = || counter.read().map_err(|e| TrainError::Invalid(format!("reading the kernel launch log: {e}")));
     TrainBackend::seed(device, cfg.training.seed);
-    let mut model: SignModel<TrainBackend> =
+    let model: SignModel<TrainBackend> =
         cfg.model.init::<TrainBackend>(opts.features, opts.classes, device).map(&mut Materialize);
     let mut optim = Optim::new(&cfg.optimizer);
     let objective = Objective::new(models::Task::Classification, 0.0, device);
@@ -139,46 +139,12 @@ pub fn count(
     let base = StepSettings::timing(precision.float_dtype(), cfg.optimizer.clip_grad_norm);
     device::memory::sync(device);
     let start = read()?;
-    let mut first_step_s = 0.0;
-    let mut host_ms = Vec::with_capacity(opts.steps);
-    let mut warm = WorkCounts::default();
-    let mut pending = Vec::with_capacity(WARM_UP + opts.steps);
-    for i in 0..WARM_UP + opts.steps {
-        let t0 = Instant::now();
-        let mut prof = Profiler::new(false);
-        // Seeded at the first step only, as the loop seeds after a checkpoint only.
-        let settings = StepSettings { dropout_seed: (i == 0).then_some((cfg.training.seed, 0)), ..base.clone() };
-        let (next, outcome) =
-            queue_step(device, model, &mut optim, &objective, &settings, &mut prof, |_| Ok(batch.clone()))?;
-        model = next;
-        pending.push(outcome);
-        let issued = t0.elapsed().as_secs_f64();
-        if i >= WARM_UP {
-            host_ms.push(issued * 1e3);
-        }
-        if i == 0 {
-            device::memory::sync(device);
-            first_step_s = t0.elapsed().as_secs_f64();
-        }
-        if i + 1 == WARM_UP {
-            device::memory::sync(device);
-            warm = read()?;
-        }
-    }
-    device::memory::sync(device);
-    let after = read()?;
+    let Steps { model, pending, warm, after, first_step_s, mut host_ms } =
+        run_steps(device, model, &mut optim, &objective, &base, &batch, opts.steps, cfg.training.seed, &read)?;
     let counted = after.clone() - warm.clone();
     // The read the loop makes once per log interval.
     let _ = settle(pending, &mut optim);
-    // One more step, split where the update begins.
-    let settings = base;
-    let mut prof = Profiler::new(false);
-    let grads = compute_gradients(device, &model, &objective, &settings, &[1.0], &mut prof, |_| Ok(batch.clone()))?;
-    device::memory::sync(device);
-    let mid = read()?;
-    let _ = apply_gradients(device, model, &mut optim, &settings, grads, &mut prof);
-    device::memory::sync(device);
-    let end = read()?;
+    let (forward_backward, update) = split_step(device, model, &mut optim, &objective, &base, &batch, &read)?;
     let warm = warm - start;
     let n = opts.steps.max(1) as f64;
     // The syncs this function makes itself (one after the counted steps) are not the step's.
@@ -201,9 +167,89 @@ pub fn count(
         compiled_in_counted: counted.compilations,
         first_step_s,
         host_ms_per_step: host_ms.get(host_ms.len() / 2).copied().unwrap_or(f64::NAN),
-        launches_forward_backward: (mid.clone() - after).launches,
-        launches_update: (end.clone() - mid.clone()).launches,
-        update_kernels: (end - mid).top_kernels(usize::MAX).into_iter().map(|(k, c)| (k.to_string(), c)).collect(),
+        launches_forward_backward: forward_backward.launches,
+        launches_update: update.launches,
+        update_kernels: update.top_kernels(usize::MAX).into_iter().map(|(k, c)| (k.to_string(), c)).collect(),
         kernels: counted.top_kernels(usize::MAX).into_iter().map(|(k, c)| (k.to_string(), per(c))).collect(),
     })
+}
+
+/// The work of one more step, split where the update begins: (forward and backward, update).
+fn split_step(
+    device: &device::DispatchDevice,
+    model: SignModel<TrainBackend>,
+    optim: &mut Optim,
+    objective: &Objective,
+    settings: &StepSettings,
+    batch: &data::loader::SignBatch<TrainBackend>,
+    read: &dyn Fn() -> Result<WorkCounts>,
+) -> Result<(WorkCounts, WorkCounts)> {
+    let mut prof = Profiler::new(false);
+    let before = read()?;
+    let grads = compute_gradients(device, &model, objective, settings, &[1.0], &mut prof, |_| Ok(batch.clone()))?;
+    device::memory::sync(device);
+    let mid = read()?;
+    let _ = apply_gradients(device, model, optim, settings, grads, &mut prof);
+    device::memory::sync(device);
+    let end = read()?;
+    Ok((mid.clone() - before, end - mid))
+}
+
+/// What the warm-up and the counted steps left.
+struct Steps {
+    /// The model after them.
+    model: SignModel<TrainBackend>,
+    /// Their outcomes, unread.
+    pending: Vec<PendingOutcome>,
+    /// The counters after the warm-up.
+    warm: WorkCounts,
+    /// The counters after the counted steps.
+    after: WorkCounts,
+    /// The first step's wall time (compilation included).
+    first_step_s: f64,
+    /// The host time each counted step took to issue (ms).
+    host_ms: Vec<f64>,
+}
+
+/// [`WARM_UP`] steps, then `steps` counted ones, queued as the loop queues them (seeded at the
+/// first step only, as the loop seeds after a checkpoint only; nothing read in between).
+#[allow(clippy::too_many_arguments)]
+fn run_steps(
+    device: &device::DispatchDevice,
+    mut model: SignModel<TrainBackend>,
+    optim: &mut Optim,
+    objective: &Objective,
+    base: &StepSettings,
+    batch: &data::loader::SignBatch<TrainBackend>,
+    steps: usize,
+    seed: u64,
+    read: &dyn Fn() -> Result<WorkCounts>,
+) -> Result<Steps> {
+    let mut first_step_s = 0.0;
+    let mut host_ms = Vec::with_capacity(steps);
+    let mut warm = WorkCounts::default();
+    let mut pending = Vec::with_capacity(WARM_UP + steps);
+    for i in 0..WARM_UP + steps {
+        let t0 = Instant::now();
+        let mut prof = Profiler::new(false);
+        let settings = StepSettings { dropout_seed: (i == 0).then_some((seed, 0)), ..base.clone() };
+        let (next, outcome) = queue_step(device, model, optim, objective, &settings, &mut prof, |_| Ok(batch.clone()))?;
+        model = next;
+        pending.push(outcome);
+        let issued = t0.elapsed().as_secs_f64();
+        if i >= WARM_UP {
+            host_ms.push(issued * 1e3);
+        }
+        if i == 0 {
+            device::memory::sync(device);
+            first_step_s = t0.elapsed().as_secs_f64();
+        }
+        if i + 1 == WARM_UP {
+            device::memory::sync(device);
+            warm = read()?;
+        }
+    }
+    device::memory::sync(device);
+    let after = read()?;
+    Ok(Steps { model, pending, warm, after, first_step_s, host_ms })
 }

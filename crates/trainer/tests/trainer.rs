@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use trainer::config::{BatchSize, ConfigBuilder, ExperimentConfig, FlagOverride, DEFAULT_TOML};
 use trainer::dist::security::SECRET_ENV;
+use trainer::inject::Faults;
 use trainer::{run, RunOptions};
 
 fn configs_dir() -> PathBuf {
@@ -238,9 +239,7 @@ fn resume_continues_exactly() {
 
     // Interrupted after step 4 (last checkpoint at step 3), then resumed.
     let dir = tmp.path().join("resumed");
-    let first =
-        run(cfg.clone(), RunOptions { run_dir: Some(dir.clone()), stop_after_steps: Some(4), ..Default::default() })
-            .unwrap();
+    let first = run(cfg.clone(), injected(dir.clone(), &["interrupt_after_steps=4"])).unwrap();
     assert!(first.summary.is_none());
     assert_eq!(trainer::checkpoint::list(&dir).last().map(|c| c.0), Some(3));
     let second =
@@ -363,10 +362,9 @@ fn killed_process_resumes_from_last_complete_checkpoint() {
     let trainer_cmd = |args: &[&str], pause_ms: Option<u64>| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_trainer"));
         c.args(args).stdout(Stdio::null()).stderr(Stdio::piped());
-        match pause_ms {
-            Some(ms) => c.env("SIGNFLOW_FAULT_CHECKPOINT_PAUSE_MS", ms.to_string()),
-            None => c.env_remove("SIGNFLOW_FAULT_CHECKPOINT_PAUSE_MS"),
-        };
+        if let Some(ms) = pause_ms {
+            c.arg("--inject").arg(format!("checkpoint_pause_ms={ms}"));
+        }
         c
     };
     let run_s = run_dir.display().to_string();
@@ -473,10 +471,7 @@ fn a_full_disk_corrupt_checkpoints_and_a_second_trainer_lose_nothing() {
         None => tmp.path().join("run"),
     };
     let run_s = run_dir.display().to_string();
-    let partial = run(
-        smoke(tmp.path(), &sets),
-        RunOptions { run_dir: Some(run_dir.clone()), stop_after_steps: Some(4), ..Default::default() },
-    );
+    let partial = run(smoke(tmp.path(), &sets), injected(run_dir.clone(), &["interrupt_after_steps=4"]));
     partial.unwrap();
     let steps = |d: &Path| trainer::checkpoint::list(d).into_iter().map(|(s, _)| s).collect::<Vec<_>>();
     assert_eq!(steps(&run_dir), [2, 4]);
@@ -702,7 +697,17 @@ fn learnable(tmp: &Path, sets: &[&str]) -> ExperimentConfig {
 }
 
 fn train_in(tmp: &Path, name: &str, cfg: ExperimentConfig) -> trainer::report::Summary {
-    run(cfg, RunOptions { run_dir: Some(tmp.join(name)), ..Default::default() }).unwrap().summary.unwrap()
+    train_injected(tmp, name, cfg, &[])
+}
+
+/// Options for a run in `dir` with the faults `items` injected (`trainer::inject`).
+fn injected(dir: PathBuf, items: &[&str]) -> RunOptions {
+    RunOptions { run_dir: Some(dir), faults: Faults::parse(items).unwrap(), ..Default::default() }
+}
+
+/// [`train_in`] with the faults `items` injected.
+fn train_injected(tmp: &Path, name: &str, cfg: ExperimentConfig, items: &[&str]) -> trainer::report::Summary {
+    run(cfg, injected(tmp.join(name), items)).unwrap().summary.unwrap()
 }
 
 fn events(run_dir: &Path) -> Vec<serde_json::Value> {
@@ -746,8 +751,8 @@ fn half_precision_learns_like_f32_with_f32_master_weights() {
 fn injected_nan_is_skipped_and_the_run_still_learns() {
     let tmp = tempfile::tempdir().unwrap();
     let clean = train_in(tmp.path(), "clean", learnable(tmp.path(), &[]));
-    let faulty =
-        train_in(tmp.path(), "nan", learnable(tmp.path(), &["fault.nan_loss_steps=[4]", "fault.inf_grad_steps=[9]"]));
+    let faults = ["nan_loss_steps=[4]", "inf_grad_steps=[9]"];
+    let faulty = train_injected(tmp.path(), "nan", learnable(tmp.path(), &[]), &faults);
     assert_eq!((faulty.skipped_steps, faulty.rollbacks), (2, 0));
     let ev = events(&tmp.path().join("nan"));
     assert_eq!(kinds(&ev), ["skipped_step", "skipped_step"]);
@@ -762,11 +767,8 @@ fn injected_nan_is_skipped_and_the_run_still_learns() {
 fn repeated_nan_rolls_back_cuts_the_lr_and_recovers() {
     let tmp = tempfile::tempdir().unwrap();
     let clean = train_in(tmp.path(), "clean", learnable(tmp.path(), &[]));
-    let cfg = learnable(
-        tmp.path(),
-        &["fault.nan_loss_steps=[10, 11, 12]", "recovery.max_consecutive_bad=3", "recovery.snapshot_every=4"],
-    );
-    let s = train_in(tmp.path(), "rollback", cfg);
+    let cfg = learnable(tmp.path(), &["recovery.max_consecutive_bad=3", "recovery.snapshot_every=4"]);
+    let s = train_injected(tmp.path(), "rollback", cfg, &["nan_loss_steps=[10, 11, 12]"]);
     assert_eq!((s.skipped_steps, s.rollbacks, s.lr_scale), (3, 1, 0.5));
     let ev = events(&tmp.path().join("rollback"));
     assert_eq!(kinds(&ev), ["skipped_step", "skipped_step", "skipped_step", "rollback"]);
@@ -780,9 +782,9 @@ fn repeated_nan_rolls_back_cuts_the_lr_and_recovers() {
 fn endless_nan_aborts_with_a_report() {
     let tmp = tempfile::tempdir().unwrap();
     let steps: Vec<String> = (3..60).map(|s| s.to_string()).collect();
-    let nan = format!("fault.nan_loss_steps=[{}]", steps.join(","));
-    let cfg = learnable(tmp.path(), &[&nan, "recovery.max_consecutive_bad=2", "recovery.max_rollbacks=2"]);
-    let err = run(cfg, RunOptions { run_dir: Some(tmp.path().join("abort")), ..Default::default() }).unwrap_err();
+    let nan = format!("nan_loss_steps=[{}]", steps.join(","));
+    let cfg = learnable(tmp.path(), &["recovery.max_consecutive_bad=2", "recovery.max_rollbacks=2"]);
+    let err = run(cfg, injected(tmp.path().join("abort"), &[&nan])).unwrap_err();
     let msg = err.to_string();
     assert!(
         msg.starts_with("training diverged and was aborted: 2 non-finite steps in a row after 2 rollbacks"),
@@ -804,11 +806,10 @@ fn f16_loss_scale_backs_off_on_overflow_and_grows_back() {
             "training.epochs=2",
             "amp.init_scale=1024",
             "amp.growth_interval=4",
-            "fault.inf_grad_steps=[2]",
             "training.log_every=1",
         ],
     );
-    let s = train_in(tmp.path(), "scale", cfg);
+    let s = train_injected(tmp.path(), "scale", cfg, &["inf_grad_steps=[2]"]);
     assert_eq!((s.skipped_steps, s.rollbacks, s.loss_scale_backoffs), (1, 0, 1));
     let ev = events(&tmp.path().join("scale"));
     let k = kinds(&ev);
@@ -835,7 +836,7 @@ fn auto_batch_size_profile_and_tune_table() {
             "training.profile=true",
         ],
     );
-    let report = trainer::tune::tune_batch(&cfg).unwrap();
+    let report = trainer::tune::tune_batch(&cfg, &Faults::default()).unwrap();
     assert_eq!(report.rows.iter().map(|r| r.batch).collect::<Vec<_>>()[..2], [4, 8]);
     assert!(report.rows.iter().all(|r| r.fits && r.samples_per_s.unwrap() > 0.0));
     assert!([4, 8, 16].contains(&report.batch_size));
@@ -1398,8 +1399,6 @@ fn config_reference_matches_the_code() {
     }
     // Optional keys (no value unless set) are documented with the default `unset`.
     let mut every = ExperimentConfig::default();
-    every.fault.oom_fits_micro_batch = Some(0);
-    every.fault.peer_dies_at_step = Some(0);
     every.ctc.lexicon = Some("words.txt".into());
     let mut set_keys = BTreeMap::new();
     flatten("", &Value::try_from(every).unwrap(), &mut set_keys);
@@ -1407,7 +1406,7 @@ fn config_reference_matches_the_code() {
         .into_keys()
         .filter(|k| !k.starts_with("model.") && !defaults.contains_key(&(k.clone(), None)))
         .collect();
-    assert_eq!(optional, ["ctc.lexicon", "fault.oom_fits_micro_batch", "fault.peer_dies_at_step"]);
+    assert_eq!(optional, ["ctc.lexicon"]);
     let mut built_in = BTreeMap::new();
     flatten("", &Value::Table(toml::from_str(DEFAULT_TOML).unwrap()), &mut built_in);
     let built_in_kind = built_in["model.kind"].as_str().unwrap().to_string();
@@ -1479,8 +1478,8 @@ fn config_reference_matches_the_code() {
 fn out_of_memory_continues_from_the_checkpoint_with_half_the_micro_batch() {
     let tmp = tempfile::tempdir().unwrap();
     let clean = train_in(tmp.path(), "clean", learnable(tmp.path(), &[]));
-    let sets = ["checkpoint.every_steps=4", "fault.oom_at_steps=[5, 10]"];
-    let s = train_in(tmp.path(), "oom", learnable(tmp.path(), &sets));
+    let sets = ["checkpoint.every_steps=4"];
+    let s = train_injected(tmp.path(), "oom", learnable(tmp.path(), &sets), &["oom_at_steps=[5, 10]"]);
     assert_eq!(s.steps, clean.steps, "same schedule");
     assert_eq!((s.batch_size, s.accumulation_steps, s.effective_batch_size), (2, 4, 8));
     let f = &s.device_faults;
@@ -1525,8 +1524,8 @@ fn out_of_memory_continues_from_the_checkpoint_with_half_the_micro_batch() {
     let batch = format!("training.batch_size={b}");
     let clean_b = train_in(tmp.path(), "clean-b", learnable(tmp.path(), &[&batch, "training.drop_last=false"]));
     assert_eq!(clean_b.steps, 12 * n.div_ceil(b), "the partial batch is a step of its own");
-    let sets = [batch.as_str(), "training.drop_last=false", "checkpoint.every_steps=2", "fault.oom_at_steps=[3]"];
-    let s_b = train_in(tmp.path(), "oom-b", learnable(tmp.path(), &sets));
+    let sets = [batch.as_str(), "training.drop_last=false", "checkpoint.every_steps=2"];
+    let s_b = train_injected(tmp.path(), "oom-b", learnable(tmp.path(), &sets), &["oom_at_steps=[3]"]);
     assert_eq!(s_b.device_faults.len(), 1);
     assert_eq!((s_b.batch_size, s_b.accumulation_steps), (b / 2, 2));
     assert_eq!(s_b.steps, clean_b.steps, "{n} sequences in batches of {b}: same number of steps after halving");
@@ -1539,15 +1538,7 @@ fn out_of_memory_continues_from_the_checkpoint_with_half_the_micro_batch() {
 #[test]
 fn out_of_memory_that_cannot_be_recovered_is_a_clear_error() {
     let tmp = tempfile::tempdir().unwrap();
-    let cfg = smoke(
-        tmp.path(),
-        &[
-            "training.batch_size=2",
-            "checkpoint.every_steps=1",
-            "fault.oom_at_steps=[2]",
-            "fault.oom_fits_micro_batch=0",
-        ],
-    );
+    let cfg = smoke(tmp.path(), &["training.batch_size=2", "checkpoint.every_steps=1"]);
     let config = write(tmp.path(), "oom.toml", &cfg.to_toml());
     let run_dir = tmp.path().join("oom1");
     let trainer = |extra: &[&str]| {
@@ -1557,13 +1548,14 @@ fn out_of_memory_that_cannot_be_recovered_is_a_clear_error() {
             .output()
             .unwrap()
     };
-    // A config that injects faults runs only with the flag that says so.
-    let out = trainer(&[]);
+    // Faults are not part of an experiment config: a `[fault]` table is an unknown key.
+    let faulty = write(tmp.path(), "faulty.toml", "[fault]\noom_at_steps = [2]\n");
+    let out = trainer(&["--config", &faulty.display().to_string()]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("fault.oom_at_steps = [2]") && stderr.contains("--inject-faults"), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("faulty.toml") && stderr.contains("fault"), "{stderr}");
     assert!(!run_dir.exists());
-    let out = trainer(&["--inject-faults"]);
+    let out = trainer(&["--inject", "oom_at_steps=[2]", "--inject", "oom_fits_micro_batch=0"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(stderr.contains("out of memory at step 2") && stderr.contains("micro-batch 1"), "{stderr}");
@@ -1571,12 +1563,12 @@ fn out_of_memory_that_cannot_be_recovered_is_a_clear_error() {
     assert!(stderr.contains("micro-batch 2 -> 1"), "the first fault was recovered: {stderr}");
     assert_eq!(trainer::checkpoint::list(&run_dir).last().map(|c| c.0), Some(2), "checkpoints kept");
     assert!(run_dir.join("config.toml").is_file() && !run_dir.join("summary.json").exists());
-    // The run records its config without [fault]: a resume does not inject the faults again.
+    // Nothing of the injected faults reaches the run directory: a resume does not inject them.
     let recorded = std::fs::read_to_string(run_dir.join("config.toml")).unwrap();
     assert!(!recorded.contains("[fault]") && !recorded.contains("oom_at_steps"), "{recorded}");
 
-    let cfg = smoke(tmp.path(), &["fault.oom_at_steps=[1]", "recovery.max_device_faults=0"]);
-    let err = run(cfg, RunOptions { run_dir: Some(tmp.path().join("limit")), ..Default::default() }).unwrap_err();
+    let cfg = smoke(tmp.path(), &["recovery.max_device_faults=0"]);
+    let err = run(cfg, injected(tmp.path().join("limit"), &["oom_at_steps=[1]"])).unwrap_err();
     assert!(err.to_string().contains("recovery.max_device_faults = 0 reached"), "{err}");
 }
 
@@ -1696,12 +1688,8 @@ fn a_dead_peer_stops_the_group_naming_it_and_the_run_resumes() {
         "distributed.timeout_s=20",
     ];
     let dir = tmp.path().join("run");
-    let mut with_fault: Vec<&str> = sets.to_vec();
-    with_fault.push("fault.peer_dies_at_step=3");
     let t0 = Instant::now();
-    let err = run(smoke(tmp.path(), &with_fault), RunOptions { run_dir: Some(dir.clone()), ..Default::default() })
-        .unwrap_err()
-        .to_string();
+    let err = run(smoke(tmp.path(), &sets), injected(dir.clone(), &["peer_dies_at_step=3"])).unwrap_err().to_string();
     let took = t0.elapsed();
     assert!(err.contains("peer 1 (") && err.contains("injected peer failure"), "{err}");
     assert!(took < Duration::from_secs(20), "the group took {took:?} to stop");
@@ -1963,7 +1951,7 @@ fn fuzz_formats() {
         // The valid file reads, so the mutations below are what the errors are about.
         std::fs::write(&target.path, &target.valid).unwrap();
         assert_eq!((target.read)(), Ok(()), "{}: the valid file must read", target.name);
-        let mut m = data::mutate::Mutator::new(SEED + t as u64);
+        let mut m = testkit::mutate::Mutator::new(SEED + t as u64);
         let (mut errors, mut slowest) = (0, Duration::ZERO);
         alloc_watch::LARGEST.store(0, std::sync::atomic::Ordering::Relaxed);
         for i in 0..PER_FORMAT {
@@ -2116,12 +2104,11 @@ mod slow {
                 "device.device=\"wgpu\"",
                 "training.epochs=3",
                 "training.log_every=5",
-                "fault.nan_loss_steps=[3, 10, 11, 12]",
                 "recovery.max_consecutive_bad=3",
                 "recovery.snapshot_every=4",
             ],
         );
-        let s = train_in(tmp.path(), "late", cfg);
+        let s = train_injected(tmp.path(), "late", cfg, &["nan_loss_steps=[3, 10, 11, 12]"]);
         assert_eq!((s.skipped_steps, s.rollbacks, s.lr_scale), (4, 1, 0.5));
         let ev = events(&tmp.path().join("late"));
         assert_eq!(kinds(&ev), ["skipped_step", "skipped_step", "skipped_step", "skipped_step", "rollback"]);
@@ -2148,14 +2135,13 @@ mod slow {
             "training.log_every=5",
             "amp.init_scale=1024",
             "amp.growth_interval=4",
-            "fault.inf_grad_steps=[2]",
         ];
         let mut summaries = Vec::new();
         let mut details = Vec::new();
         for dev in ["cpu", "wgpu"] {
             let device = format!("device.device=\"{dev}\"");
             let all: Vec<&str> = sets.iter().copied().chain([device.as_str()]).collect();
-            let s = train_in(tmp.path(), dev, learnable(tmp.path(), &all));
+            let s = train_injected(tmp.path(), dev, learnable(tmp.path(), &all), &["inf_grad_steps=[2]"]);
             let ev = events(&tmp.path().join(dev));
             details.push(
                 ev.iter()
@@ -2225,12 +2211,11 @@ mod slow {
             "schedule.warmup_epochs=0.25",
             "training.precision=\"auto\"",
             "checkpoint.gpu_every_steps=4",
-            "fault.oom_at_steps=[6]",
             "training.empty_cache_interval=5",
         ];
         let Some(cfg) = wgpu_default(tmp.path(), &sets) else { return };
         let t0 = Instant::now();
-        let s = train_in(tmp.path(), "wgpu", cfg);
+        let s = train_injected(tmp.path(), "wgpu", cfg, &["oom_at_steps=[6]"]);
         let run_dir = tmp.path().join("wgpu");
         let (first, last) = first_and_last_loss(&run_dir, 4);
         eprintln!(
@@ -2330,16 +2315,9 @@ mod slow {
         let exe = trainer::tune::probe_program().expect("the trainer binary next to the test binary");
         assert_eq!(exe.file_stem().unwrap(), "trainer");
         let tmp = tempfile::tempdir().unwrap();
-        let cfg = smoke(
-            tmp.path(),
-            &[
-                "device.device=\"wgpu\"",
-                "training.batch_size=\"auto\"",
-                "training.max_batch_size=8",
-                "fault.oom_fits_micro_batch=6",
-            ],
-        );
-        let r = trainer::tune::tune_batch(&cfg).unwrap();
+        let cfg =
+            smoke(tmp.path(), &["device.device=\"wgpu\"", "training.batch_size=\"auto\"", "training.max_batch_size=8"]);
+        let r = trainer::tune::tune_batch(&cfg, &Faults::parse(&["oom_fits_micro_batch=6"]).unwrap()).unwrap();
         eprintln!("{}", r.render());
         let tried: Vec<(usize, bool)> = r.rows.iter().map(|row| (row.batch, row.fits)).collect();
         assert_eq!(tried, [(4, true), (8, false), (6, true), (7, false)]);
@@ -2400,8 +2378,7 @@ mod slow {
 
         // Exact resume: interrupted after step 6 (checkpoint at step 4), resumed, same weights.
         let dir = tmp.path().join("resumed");
-        run(cfg.clone(), RunOptions { run_dir: Some(dir.clone()), stop_after_steps: Some(6), ..Default::default() })
-            .unwrap();
+        run(cfg.clone(), injected(dir.clone(), &["interrupt_after_steps=6"])).unwrap();
         let resumed = run(cfg.clone(), RunOptions { run_dir: Some(dir.clone()), resume: true, ..Default::default() })
             .unwrap()
             .summary
@@ -2446,7 +2423,7 @@ mod slow {
             (ctc.lexicon.as_slice(), ctc.decode.lexicon.as_deref()),
             (&card.labels[1..5], Some(words.as_path()))
         );
-        let nan = train_in(tmp.path(), "nan", ctc_smoke(tmp.path(), &["fault.nan_loss_steps=[5]"]));
+        let nan = train_injected(tmp.path(), "nan", ctc_smoke(tmp.path(), &[]), &["nan_loss_steps=[5]"]);
         assert_eq!((nan.skipped_steps, nan.rollbacks), (1, 0));
         assert!(nan.last.unwrap().valid_sequences.unwrap().beam.cer < 0.5);
 
@@ -2571,5 +2548,124 @@ mod slow {
         let summary = summary_json(&run_dir);
         assert_eq!(summary["steps"].as_u64(), Some(300));
         assert!(summary["resumed_from_step"].as_u64().unwrap() >= 2, "{summary}");
+    }
+}
+
+/// The trainer's code map holds: its modules form no cycle (`crate::a` used in `b` and `b` in
+/// `a`, through any chain; `dist`'s files count one by one) and no function runs past 85 lines.
+/// Doc comments and `mod tests` are not counted.
+#[test]
+fn trainer_modules_form_no_cycle_and_functions_stay_short() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files: Vec<(String, String)> = Vec::new();
+    for dir in [src.clone(), src.join("dist")] {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(stem) = name.strip_suffix(".rs") else { continue };
+            let module = match (dir == src, stem) {
+                (true, "lib" | "main") => continue,
+                (true, m) => m.to_string(),
+                (false, "mod") => "dist".to_string(),
+                (false, m) => format!("dist/{m}"),
+            };
+            let text = std::fs::read_to_string(e.path()).unwrap();
+            let code = text.split("#[cfg(test)]\nmod tests").next().unwrap();
+            let code: Vec<&str> = code.lines().filter(|l| !l.trim_start().starts_with("//")).collect();
+            files.push((module, code.join("\n")));
+        }
+    }
+    let names: Vec<&str> = files.iter().map(|(m, _)| m.as_str()).collect();
+    let edges = |module: &str, code: &str| -> Vec<String> {
+        let mut out = Vec::new();
+        // The first two path segments after `prefix`, one level of `{a::b, c}` expanded.
+        let paths = |prefix: &str| -> Vec<(String, String)> {
+            let word =
+                |s: &str| -> String { s.trim().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect() };
+            let mut found = Vec::new();
+            for part in code.split(prefix).skip(1) {
+                let items: Vec<&str> = match part.strip_prefix('{') {
+                    Some(list) => list.split('}').next().unwrap_or("").split(',').collect(),
+                    None => vec![part],
+                };
+                for item in items {
+                    let mut segments = item.trim().split("::");
+                    found.push((word(segments.next().unwrap_or("")), word(segments.next().unwrap_or(""))));
+                }
+            }
+            found
+        };
+        let mut refs = paths("crate::");
+        if module.starts_with("dist") {
+            for (w, _) in paths("super::").into_iter().filter(|(w, _)| !w.is_empty()) {
+                refs.push(("dist".into(), w));
+            }
+            for line in code.lines() {
+                let rest =
+                    line.trim_start().strip_prefix("use ").or_else(|| line.trim_start().strip_prefix("pub use "));
+                // `use link::...` in dist/mod.rs names a sibling file; `use serde::...` nothing of ours.
+                if let Some(w) = rest.and_then(|r| r.split("::").next()) {
+                    if names.contains(&format!("dist/{w}").as_str()) {
+                        refs.push(("dist".into(), w.to_string()));
+                    }
+                }
+            }
+        }
+        for (a, b) in refs {
+            let target =
+                if a == "dist" && names.contains(&format!("dist/{b}").as_str()) { format!("dist/{b}") } else { a };
+            if names.contains(&target.as_str()) && target != module && !out.contains(&target) {
+                out.push(target);
+            }
+        }
+        out
+    };
+    let graph: Vec<(String, Vec<String>)> = files.iter().map(|(m, code)| (m.clone(), edges(m, code))).collect();
+    assert!(graph.iter().any(|(m, e)| m == "train" && e.contains(&"step".to_string())), "the scan sees train -> step");
+    // Depth-first search for a back edge; the path names the cycle.
+    fn visit<'a>(
+        m: &'a str,
+        graph: &'a [(String, Vec<String>)],
+        path: &mut Vec<&'a str>,
+        done: &mut Vec<&'a str>,
+    ) -> Option<String> {
+        if let Some(i) = path.iter().position(|p| *p == m) {
+            return Some(format!("{} -> {m}", path[i..].join(" -> ")));
+        }
+        if done.contains(&m) {
+            return None;
+        }
+        path.push(m);
+        let deps = graph.iter().find(|(n, _)| n == m).map(|(_, e)| e.as_slice()).unwrap_or_default();
+        for d in deps {
+            if let Some(cycle) = visit(d, graph, path, done) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        done.push(m);
+        None
+    }
+    let mut done = Vec::new();
+    for (m, _) in &graph {
+        if let Some(cycle) = visit(m, &graph, &mut Vec::new(), &mut done) {
+            panic!("trainer modules form a cycle: {cycle}");
+        }
+    }
+    for (module, code) in &files {
+        let lines: Vec<&str> = code.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let t = line.trim_start();
+            let is_fn = ["fn ", "pub fn ", "pub(crate) fn ", "pub(super) fn "].iter().any(|p| t.starts_with(p));
+            if !is_fn || t.ends_with(';') {
+                continue;
+            }
+            let indent = line.len() - t.len();
+            let end = lines[i + 1..]
+                .iter()
+                .position(|l| l.len() - l.trim_start().len() == indent && l.trim_start().starts_with('}'))
+                .map_or(lines.len(), |p| i + 1 + p);
+            let len = end - i + 1;
+            assert!(len <= 85, "{module}.rs: `{}` is {len} lines long", t.split('(').next().unwrap());
+        }
     }
 }

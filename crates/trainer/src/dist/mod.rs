@@ -23,6 +23,7 @@
 pub mod balance;
 pub mod config;
 pub mod flat;
+mod link;
 mod peer;
 pub mod protocol;
 pub mod security;
@@ -32,17 +33,13 @@ pub use peer::serve_node;
 
 pub use watch::EXIT_PEER_LOST;
 
-use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use burn::tensor::{FloatDType, Tensor, TensorData, TensorPrimitive};
-use burn_collective::{
-    all_reduce, finish_collective, register, reset_collective, CollectiveConfig, PeerId, ReduceOperation,
-};
-use data::dataset::SignDataset;
-use data::loader::ItemBatcher;
-use models::{ModelConfig, SignModel};
+use burn::tensor::FloatDType;
+use burn_collective::{finish_collective, register, reset_collective, PeerId};
+use models::SignModel;
+use serde::Serialize;
 
 use crate::objective::Objective;
 use crate::optim::Optim;
@@ -51,13 +48,36 @@ use crate::step::{apply_gradients, compute_gradients, StepGradients, StepOutcome
 use crate::{InnerBackend, Result, TrainBackend, TrainError};
 use balance::SpeedWindow;
 pub use config::{Balance, DistributedConfig};
+use link::{checksum_of, registration_error, share_vector, Link};
+pub use link::{collective_config, Workload};
 use protocol::{Command, GradLayout, Hello, StepHeader};
 use watch::Watch;
 
-type Device = device::DispatchDevice;
-
 /// One event of a group's step, `(kind, detail)`: `weights_verified` or `rebalance`.
 pub type GroupEvent = (&'static str, String);
+
+/// The peers of a data-parallel run and how the batch was split among them at the end.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupSummary {
+    /// `equal`, `measured` or `fixed`.
+    pub balance: Balance,
+    /// Share changes made from measurements.
+    pub rebalances: usize,
+    /// One entry per peer.
+    pub peers: Vec<PeerSummary>,
+}
+
+/// One peer at the end of a data-parallel run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PeerSummary {
+    /// Rank, node and device.
+    #[serde(flatten)]
+    pub peer: PeerInfo,
+    /// Rows of a full micro-batch it computed last.
+    pub rows: usize,
+    /// Its last measured samples/s on the real step (`None` before the first measurement).
+    pub samples_per_s: Option<f64>,
+}
 
 /// One device of the group, as named in messages and `summary.json`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -75,57 +95,6 @@ impl PeerInfo {
     pub fn label(&self) -> String {
         format!("peer {} ({}, node {})", self.rank, self.device, self.node)
     }
-}
-
-/// What every peer needs to compute its share of a step: shared by the threads of a process;
-/// another node rebuilds the same from the same config.
-#[derive(Clone)]
-pub struct Workload {
-    /// The loaded dataset.
-    pub dataset: Arc<SignDataset>,
-    /// Augmentation and preprocessing, keyed by (epoch, index) like the leader's loader.
-    pub batcher: ItemBatcher,
-    /// Architecture.
-    pub model: ModelConfig,
-    /// `training.label_smoothing`.
-    pub label_smoothing: f64,
-    /// The task (its loss).
-    pub task: models::Task,
-}
-
-impl std::fmt::Debug for Workload {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Workload").field("model", &self.model.kind()).finish()
-    }
-}
-
-impl Workload {
-    fn model(&self, device: &Device) -> Result<SignModel<TrainBackend>> {
-        let ds = &self.dataset;
-        Ok(self.model.init::<TrainBackend>(ds.features, ds.num_classes(), device))
-    }
-
-    fn objective(&self, device: &Device) -> Objective {
-        Objective::new(self.task, self.label_smoothing, device)
-    }
-}
-
-/// The collective's configuration for this machine. For a multi-node group this also sets the
-/// process's network security up: its data server listens on `node_address` only, and every
-/// connection proves the group's secret ([`security`]).
-pub fn collective_config(cfg: &DistributedConfig) -> Result<CollectiveConfig> {
-    let c = CollectiveConfig::default().with_num_devices(cfg.local_peers());
-    if cfg.nodes <= 1 {
-        return Ok(c);
-    }
-    let secret = security::group_secret(&cfg.secret_file, cfg.insecure)?;
-    security::secure(security::bind_address(&cfg.node_address, "distributed.node_address")?, secret);
-    let addr = |s: String| s.parse::<burn_communication::Address>().expect("addresses parse from any string");
-    let ws = |s: &str| if s.contains("://") { s.to_string() } else { format!("ws://{s}") };
-    Ok(c.with_num_nodes(cfg.nodes)
-        .with_global_address(addr(ws(cfg.orchestrator.trim())))
-        .with_node_address(addr(format!("{}:{}", ws(cfg.node_address.trim()), cfg.data_port)))
-        .with_data_service_port(cfg.data_port))
 }
 
 /// This machine's devices for `[distributed] devices` (`gpus` = every CUDA GPU).
@@ -150,60 +119,6 @@ pub fn local_devices(cfg: &crate::ExperimentConfig) -> Result<Vec<device::Select
             Ok(device::resolve(&spec, &policy)?)
         })
         .collect()
-}
-
-/// Calls into the collective for one peer, with the watchdog told what it waits on.
-struct Link {
-    rank: usize,
-    device: Device,
-    watch: Arc<Watch>,
-}
-
-impl Link {
-    /// Sum `v` over the group.
-    fn reduce(&self, what: &'static str, v: Tensor<InnerBackend, 1>) -> Result<Tensor<InnerBackend, 1>> {
-        self.watch.enter(self.rank, what);
-        let r = all_reduce::<InnerBackend>(PeerId(self.rank as u32), v.into_primitive().tensor(), ReduceOperation::Sum);
-        self.watch.leave(self.rank);
-        match r {
-            Ok(t) => Ok(Tensor::from_primitive(TensorPrimitive::Float(t))),
-            Err(e) => Err(self.watch.error(self.rank, what, format!("{e:?}"))),
-        }
-    }
-
-    fn reduce_host(&self, what: &'static str, v: Vec<f32>) -> Result<Vec<f32>> {
-        let n = v.len();
-        let t = Tensor::<InnerBackend, 1>::from_data(TensorData::new(v, [n]), &self.device);
-        let out = self.reduce(what, t)?;
-        out.into_data().to_vec::<f32>().map_err(|e| TrainError::Invalid(format!("reading the {what} message: {e:?}")))
-    }
-}
-
-/// [`protocol::weights_checksum`] of a flat weight vector on the device (one host read).
-fn checksum_of(flat: &Tensor<InnerBackend, 1>) -> f32 {
-    flat.clone().into_data().to_vec::<f32>().map_or(f32::NAN, |w| protocol::weights_checksum(&w))
-}
-
-fn host_tensor(v: Vec<f32>, device: &Device) -> Tensor<InnerBackend, 1> {
-    let n = v.len();
-    Tensor::from_data(TensorData::new(v, [n]), device)
-}
-
-/// A peer's share of a step: the gradients as one flat vector followed by its statistics.
-fn share_vector(
-    model: &SignModel<TrainBackend>,
-    g: &StepGradients,
-    layout: &GradLayout,
-    rank: usize,
-    device: &Device,
-    start: Instant,
-    checksum: f32,
-) -> Tensor<InnerBackend, 1> {
-    let grads = flat::grads(model, &g.grads, device);
-    // Wait for the device, so the seconds are the share's real compute time.
-    device::memory::sync(device);
-    let stats = layout.stats(rank, g.samples, start.elapsed().as_secs_f64(), checksum);
-    Tensor::cat(vec![grads, g.loss.clone(), g.correct.clone(), host_tensor(stats[2..].to_vec(), device)], 0)
 }
 
 /// The leader's handle on the group (peer 0 on node 0).
@@ -327,16 +242,16 @@ impl Group {
     }
 
     /// The group for `summary.json`.
-    pub fn summary(&self) -> crate::report::GroupSummary {
+    pub fn summary(&self) -> GroupSummary {
         let rows = self.rows();
-        crate::report::GroupSummary {
+        GroupSummary {
             balance: self.balance,
             rebalances: self.rebalances,
             peers: self
                 .info
                 .iter()
                 .enumerate()
-                .map(|(i, p)| crate::report::PeerSummary {
+                .map(|(i, p)| PeerSummary {
                     peer: p.clone(),
                     rows: rows[i],
                     samples_per_s: self.last_speeds.as_ref().map(|s| s[i]),
@@ -531,16 +446,4 @@ pub fn orchestrator(port: u16, nodes: u32, bind: &str, secret_file: &str, insecu
         .map_err(|e| TrainError::Invalid(format!("cannot start the orchestrator's runtime: {e}")))?;
     rt.block_on(burn_collective::start_global_orchestrator_for(port, Some(nodes)));
     Ok(())
-}
-
-/// A failed registration in words: the orchestrator refuses a node whose `distributed.nodes`
-/// differs from the group's (burn-collective reports it as a parameter mismatch).
-pub(crate) fn registration_error(e: &burn_collective::CollectiveError) -> String {
-    match e {
-        // The orchestrator's error type is not exported; its variant name is what tells.
-        burn_collective::CollectiveError::Global(g) if format!("{g:?}") == "RegisterParamsMismatch" => format!(
-            "the orchestrator refused this node: it serves groups of another size (distributed.nodes must be the same on every node and equal `trainer orchestrator --nodes`; {e:?})"
-        ),
-        _ => format!("{e:?}"),
-    }
 }

@@ -9,9 +9,10 @@ use std::time::Instant;
 use burn::tensor::Tensor;
 use burn_collective::{finish_collective, register, CollectiveConfig, PeerId};
 
+use super::flat;
+use super::link::{checksum_of, collective_config, registration_error, share_vector, Link, Workload};
 use super::protocol::{self, Command, GradLayout, Hello};
 use super::watch::Watch;
-use super::{collective_config, flat, share_vector, Link, Workload};
 use crate::profile::Profiler;
 use crate::step::{compute_gradients, LossScale, StepSettings};
 use crate::{InnerBackend, Result, TrainError};
@@ -28,7 +29,7 @@ pub(super) fn spawn_peer(
 ) -> Result<JoinHandle<()>> {
     let d = &cfg.distributed;
     let rank = d.node_rank as usize * d.local_peers() + local;
-    let die_at = cfg.fault.peer_dies_at_step.filter(|_| rank + 1 == d.total_peers());
+    let die_at = work.faults.peer_death(rank, d.total_peers());
     std::thread::Builder::new()
         .name(format!("signflow-peer-{rank}"))
         .spawn(move || {
@@ -54,7 +55,7 @@ fn serve_peer(link: &Link, work: &Workload, collective: CollectiveConfig, die_at
     link.watch.enter(rank, "registration");
     let reg = register::<InnerBackend>(PeerId(rank as u32), device.clone(), collective);
     link.watch.leave(rank);
-    reg.map_err(|e| link.watch.error(rank, "registration", super::registration_error(&e)))?;
+    reg.map_err(|e| link.watch.error(rank, "registration", registration_error(&e)))?;
     let hello = Hello::decode(&link.reduce_host("opening message", vec![0.0; protocol::HELLO_LEN])?)
         .ok_or_else(|| TrainError::Invalid("the leader's opening message is malformed".into()))?;
     let params = flat::len(&model);
@@ -76,10 +77,10 @@ fn serve_peer(link: &Link, work: &Workload, collective: CollectiveConfig, die_at
             None => return Err(TrainError::Invalid("a malformed step command from the leader".into())),
         };
         if die_at == Some(steps) {
-            panic!("injected peer failure at step {steps} (fault.peer_dies_at_step)");
+            panic!("injected peer failure at step {steps} (peer_dies_at_step)");
         }
         let weights = link.reduce("weights", Tensor::zeros([params], &device))?;
-        let checksum = if header.verify { super::checksum_of(&weights) } else { 0.0 };
+        let checksum = if header.verify { checksum_of(&weights) } else { 0.0 };
         model = flat::load_weights(model, weights);
         let start = Instant::now();
         let settings = StepSettings {
