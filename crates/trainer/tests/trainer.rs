@@ -2669,3 +2669,88 @@ fn trainer_modules_form_no_cycle_and_functions_stay_short() {
         }
     }
 }
+
+/// Files the current release wrote (`tests/fixtures/golden-v1`, made by
+/// `scripts/golden-fixtures.sh`): the bundle loads and gives the logits `infer logits` gave; the
+/// model card, the run's `config.toml` and every checkpoint's `state.json` read back and written
+/// again are the same documents, so a field added, renamed or dropped fails here until the format
+/// changes its version and a new fixture joins this one (which must keep loading); and the
+/// interrupted run resumes to the finished run's result.
+#[test]
+fn golden_files_of_this_release_load_resume_and_hold_their_format() {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/golden-v1");
+    let finished = golden.join("finished");
+    let json = |p: &Path| -> serde_json::Value { serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap() };
+
+    let card = bundle::card::read_card(&finished.join("model")).unwrap();
+    assert_eq!(card.format_version, bundle::MODEL_FORMAT_VERSION, "a new model format version needs its own fixture");
+    // Written again as text (as the writer writes: f32 fields in their shortest form) and parsed.
+    fn again<T: serde::Serialize>(v: &T) -> serde_json::Value {
+        serde_json::from_str(&serde_json::to_string(v).unwrap()).unwrap()
+    }
+    assert_eq!(
+        again(&card),
+        json(&finished.join("model/model.json")),
+        "model.json's fields changed: bump bundle::MODEL_FORMAT_VERSION and add a fixture"
+    );
+    for run in ["finished", "interrupted"] {
+        let path = golden.join(run).join("config.toml");
+        let cfg = ExperimentConfig::from_file(&path).unwrap();
+        let text: toml::Value = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let written: toml::Value = toml::from_str(&cfg.to_toml()).unwrap();
+        assert_eq!(written, text, "{run}/config.toml no longer reads back as written");
+        for (step, dir) in trainer::checkpoint::list(&golden.join(run)) {
+            let state = trainer::checkpoint::read_state(&dir).unwrap();
+            assert_eq!(state.step, step);
+            assert_eq!(
+                again(&state),
+                json(&dir.join("state.json")),
+                "{run}: the checkpoint state of step {step} no longer reads back as written"
+            );
+        }
+    }
+
+    // The bundle's weights give the writer's logits (tolerance: the eval graph against Burn's
+    // forward, and another CPU's rounding).
+    let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
+    let model = {
+        let _turn = trainer::run_lock();
+        bundle::load_bundle::<device::Backend>(&finished.join("model"), &dev).unwrap().1
+    };
+    let arrays = data::npy::read_npz_arrays(&golden.join("input.npz")).unwrap();
+    let get = |name: &str| arrays.iter().find(|(n, _)| n == name).map(|(_, a)| a).unwrap();
+    let (x, valid) = (get("x"), get("valid"));
+    let [b, t, f] = x.shape[..] else { panic!("x: {:?}", x.shape) };
+    let input = burn::tensor::Tensor::<device::Backend, 3>::from_data(
+        burn::tensor::TensorData::new(x.data.clone(), [b, t, f]),
+        &dev,
+    );
+    let pad: Vec<bool> = (0..b * t).map(|i| i % t >= valid.data[i / t] as usize).collect();
+    let mask = burn::tensor::Tensor::<device::Backend, 2, burn::tensor::Bool>::from_data(
+        burn::tensor::TensorData::new(pad, [b, t]),
+        &dev,
+    );
+    let logits = model.forward(input, mask).into_data().to_vec::<f32>().unwrap();
+    let expected = data::npy::decode(&std::fs::read(golden.join("logits.npy")).unwrap()).unwrap().data;
+    assert_eq!(logits.len(), expected.len());
+    let diff = max_abs_diff(&logits, &expected);
+    assert!(diff < 1e-4, "the golden bundle's logits moved by {diff}");
+
+    // The interrupted run continues from its last checkpoint to the finished run's figures.
+    let tmp = tempfile::tempdir().unwrap();
+    let saved = ExperimentConfig::from_file(&golden.join("interrupted/config.toml")).unwrap();
+    data::synth::generate(&tmp.path().join("data"), &saved.synthetic, false).unwrap();
+    let dir = tmp.path().join("interrupted");
+    copy_dir(&golden.join("interrupted"), &dir);
+    // Only the data's location moves (a resume allows that).
+    let mut cfg = saved.clone();
+    cfg.data.path = tmp.path().join("data").display().to_string();
+    cfg.data.cache_dir = tmp.path().join("cache").display().to_string();
+    let resumed =
+        run(cfg, RunOptions { run_dir: Some(dir), resume: true, ..Default::default() }).unwrap().summary.unwrap();
+    let done: serde_json::Value = json(&finished.join("summary.json"));
+    assert_eq!(resumed.resumed_from_step, Some(6));
+    assert_eq!(resumed.steps as u64, done["steps"].as_u64().unwrap());
+    let (a, b) = (resumed.last.unwrap().valid_loss.unwrap(), done["last"]["valid_loss"].as_f64().unwrap());
+    assert!((a - b).abs() < 1e-3, "resumed valid loss {a}, the finished run's {b}");
+}
