@@ -1,7 +1,7 @@
 //! Device faults: Burn 0.21 raises a device out-of-memory (and other runtime failures of the
 //! CUDA or WGPU runtime) as a panic, not an error. This module recognises such a panic and
 //! records each fault a run survived. The policy (continue from the last checkpoint with half
-//! the micro-batch) is in [`crate::train::run`]; injected faults for drills in [`crate::inject`].
+//! the micro-batch) is in [`crate::run::run`]; injected faults for drills in [`crate::inject`].
 
 use std::any::Any;
 

@@ -6,7 +6,7 @@
 //!   flags) and errors that name the file, key and line;
 //! - a run's pipeline: [`config`] (parse, validate) -> [`measure`] (device, data, batch-size
 //!   search; [`resolve`] holds the device and data types) -> [`plan`] (a pure function to the
-//!   [`plan::ResolvedRun`]) -> [`train`];
+//!   [`plan::ResolvedRun`]) -> [`train`], sequenced by [`run`];
 //! - [`step`]: the one training step (mixed precision, accumulation, finite check, clipping,
 //!   optimizer) every caller uses;
 //! - [`train`]: the epoch loop (validation, early stopping, best-model tracking, checkpoints),
@@ -53,6 +53,7 @@ pub mod recovery;
 pub mod report;
 pub mod resolve;
 pub mod resume;
+pub mod run;
 pub mod schedule;
 pub mod step;
 pub mod tensorboard;
@@ -64,7 +65,7 @@ pub mod workcount;
 pub use config::{ConfigBuilder, ConfigError, ExperimentConfig};
 pub use error::TrainError;
 pub use lock::run_lock;
-pub use train::{run, RunOptions, RunOutcome};
+pub use run::{run, RunOptions, RunOutcome};
 
 /// The training backend (autodiff over the run-time dispatch backend).
 pub type TrainBackend = device::TrainBackend;

@@ -12,8 +12,7 @@
 //! (seed, epoch, position), so a resumed run continues bit for bit on the CPU.
 
 use std::cell::Cell;
-use std::panic::AssertUnwindSafe;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,13 +26,12 @@ use models::SignModel;
 use crate::amp::{DeviceScale, LossScaler, ScaleChange};
 use crate::checkpoint::{self, BestRecord, EpochRecord, ModelSignature, TrainState};
 use crate::config::{ExperimentConfig, Metric};
-use crate::fault::{self, DeviceFault};
+use crate::fault::DeviceFault;
 use crate::inject::Faults;
-use crate::measure::{measure, Measured};
 use crate::metrics::{MetricsWriter, Row};
 use crate::objective::Objective;
 use crate::optim::Optim;
-use crate::plan::{BatchSource, ResolvedRun};
+use crate::plan::ResolvedRun;
 use crate::profile::Profiler;
 use crate::recovery::Recovery;
 use crate::report::{fmt_duration, Console, Progress, Reporter, Summary};
@@ -45,148 +43,35 @@ use crate::{Result, TrainBackend, TrainError};
 
 type Device = device::DispatchDevice;
 
-/// How to run (not part of the experiment config).
-#[derive(Debug, Clone, Default)]
-pub struct RunOptions {
-    /// The run directory; `None` = a new one under `training.out_dir`.
-    pub run_dir: Option<PathBuf>,
-    /// Continue the run in `run_dir` from its last complete checkpoint.
+/// How a run starts an attempt of the loop.
+#[derive(Debug, Clone)]
+pub(crate) struct Start {
+    /// Continue from the run directory's last checkpoint (else start, unless one exists).
     pub resume: bool,
-    /// Deliberate failures (tests and drills; only with the `fault-injection` feature).
-    #[cfg(feature = "fault-injection")]
+    /// Deliberate failures.
     pub faults: Faults,
+    /// The process's wall clock at the run's start (for the closing lines).
+    pub wall: Instant,
 }
 
-impl RunOptions {
-    /// The run's fault plan: empty unless the `fault-injection` feature gave one.
-    fn faults(&self) -> Faults {
-        #[cfg(feature = "fault-injection")]
-        return self.faults.clone();
-        #[cfg(not(feature = "fault-injection"))]
-        Faults::default()
-    }
-}
-
-/// What [`run`] returns.
-#[derive(Debug)]
-pub struct RunOutcome {
-    /// The run directory.
-    pub run_dir: PathBuf,
-    /// `None` when the run was interrupted (an injected interruption, see [`crate::inject`]).
-    pub summary: Option<Summary>,
-}
-
-/// Train one experiment end to end (or resume one). Runs in one process are serialized.
-///
-/// A step that dies of a device fault (out of memory, device lost: panics in Burn 0.21) is
-/// continued from the run's last checkpoint with half the micro-batch and twice the
-/// accumulation, up to `recovery.max_device_faults` times; other panics are bugs and propagate.
-pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
-    let _turn = crate::lock::run_lock();
-    let wall = Instant::now();
-    cfg.validate().map_err(|(key, message)| crate::ConfigError {
-        origin: crate::config::Origin { source: "config".into(), line: None },
-        key,
-        message,
-    })?;
-    let console = Console::new(cfg.training.progress);
-    if cfg.distributed.node_rank > 0 {
-        return serve_node(&cfg, &opts.faults(), &console);
-    }
-    let mut opened = crate::resume::open(&cfg, opts.run_dir.as_deref(), opts.resume)?;
-    let Measured { compute, input, search } = measure(&cfg, opened.saved.as_ref(), &opts.faults(), &console)?;
-    let mut run = crate::plan::plan(cfg, opened.saved.as_ref(), compute, input, search)?;
-    if let BatchSource::Reduced = run.batch_source {
-        console.line(format!(
-            "batch: micro-batch {} x {} accumulation, kept from the run (it was reduced after a device fault)",
-            run.batch_size, run.accumulation_steps
-        ));
-    }
-    crate::resume::create(&opened)?;
-    let _lock = crate::lock::RunLock::take(&opened.run_dir)?;
-    if opts.resume {
-        // Under the lock: what an interrupted write left is nobody's work in progress.
-        bundle::atomic::clean_staging(&opened.run_dir);
-        bundle::atomic::clean_staging(&bundle::layout::checkpoints_dir(&opened.run_dir));
-    }
-    crate::export::write_run_files(&opened.run_dir, &run)?;
-    let mut survived: Vec<DeviceFault> = Vec::new();
-    loop {
-        let run_dir = opened.run_dir.clone();
-        let at = Cell::new((0, 0));
-        let attempt = AssertUnwindSafe(|| train_once(&run, opened, &opts, &console, &survived, &at, wall));
-        let payload = match std::panic::catch_unwind(attempt) {
-            Ok(result) => return result,
-            Err(payload) => payload,
-        };
-        let Some((kind, message)) = fault::device_fault(&*payload) else { std::panic::resume_unwind(payload) };
-        let (step, epoch) = at.get();
-        let (b, k) = (run.batch_size, run.accumulation_steps);
-        let (smaller, accumulation) = continue_with(&run, survived.len(), &run_dir).map_err(|advice| {
-            TrainError::DeviceFault { run_dir: run_dir.clone(), step, kind, message: message.clone(), advice }
-        })?;
-        device::empty_cache(run.compute.device());
-        run = run.with_micro_batch(smaller, accumulation);
-        crate::export::write_run_files(&run_dir, &run)?;
-        opened = crate::resume::open(&run.config, Some(&run_dir), true)?;
-        survived.push(DeviceFault {
-            step,
-            epoch: epoch + 1,
-            kind,
-            message,
-            micro_batch: [b, run.batch_size],
-            accumulation_steps: [k, run.accumulation_steps],
-            resumed_from_step: opened.latest.as_ref().map_or(0, |(s, _)| *s),
-        });
-        eprintln!("warning: {}", survived.last().map(DeviceFault::describe).unwrap_or_default());
-    }
-}
-
-/// The micro-batch and accumulation a run continues with after a device fault (at most half the
-/// micro-batch, the same effective batch), or why it cannot continue: what to do instead.
-fn continue_with(run: &ResolvedRun, survived: usize, run_dir: &Path) -> std::result::Result<(usize, usize), String> {
-    let (b, k) = (run.batch_size, run.accumulation_steps);
-    let limit = run.config.recovery.max_device_faults;
-    if run.config.distributed.nodes > 1 {
-        return Err(format!(
-            "The group spans {} machines, whose peers cannot change the micro-batch together: lower training.batch_size and continue with --resume {}",
-            run.config.distributed.nodes,
-            run_dir.display()
-        ));
-    }
-    let Some(smaller) = crate::resolve::smaller_micro_batch(b, k) else {
-        return Err(format!(
-            "It failed at micro-batch 1, so a smaller batch cannot help: use a device with more memory, a smaller model or shorter sequences (preprocess.max_frames); the checkpoints in {} are intact",
-            run_dir.display()
-        ));
-    };
-    if survived >= limit {
-        return Err(format!(
-            "recovery.max_device_faults = {limit} reached (micro-batch now {b}); the checkpoints are intact: lower training.batch_size and continue with --resume {}",
-            run_dir.display()
-        ));
-    }
-    Ok(smaller)
-}
-
-/// One attempt at the run: start (or continue from the last checkpoint), train, finish.
-/// `at` follows the (step, epoch) in progress, for the report when a step dies of a panic.
-fn train_once(
+/// One attempt at the run: start (or continue from the last checkpoint), train, finish. `at`
+/// follows the (step, epoch) in progress, for the report when a step dies of a panic. Returns
+/// the run directory and the summary (`None` after an injected interruption).
+pub(crate) fn attempt(
     run: &ResolvedRun,
     opened: OpenedRun,
-    opts: &RunOptions,
+    start: &Start,
     console: &Console,
     survived: &[DeviceFault],
     at: &Cell<(usize, usize)>,
-    wall: Instant,
-) -> Result<RunOutcome> {
-    let mut trainer = Trainer::start(run, opened, opts, console, survived, at)?;
+) -> Result<(PathBuf, Option<Summary>)> {
+    let mut trainer = Trainer::start(run, opened, start, console, survived, at)?;
     if trainer.train()? == Ended::Interrupted {
-        return Ok(RunOutcome { run_dir: trainer.run_dir, summary: None });
+        return Ok((trainer.run_dir, None));
     }
     let summary = trainer.finish()?;
-    console.block(summary.render(&trainer.state.history, wall.elapsed().as_secs_f64()));
-    Ok(RunOutcome { run_dir: trainer.run_dir, summary: Some(summary) })
+    console.block(summary.render(&trainer.state.history, start.wall.elapsed().as_secs_f64()));
+    Ok((trainer.run_dir, Some(summary)))
 }
 
 /// Running sums of loss, correct predictions and samples since `start`.
@@ -353,7 +238,7 @@ impl<'a> Trainer<'a> {
     fn start(
         run: &'a ResolvedRun,
         opened: OpenedRun,
-        opts: &RunOptions,
+        start: &Start,
         console: &Console,
         survived: &'a [DeviceFault],
         at: &'a Cell<(usize, usize)>,
@@ -372,18 +257,18 @@ impl<'a> Trainer<'a> {
         let optim = Optim::new(&cfg.optimizer);
         let signature = ModelSignature::of(cfg, &model);
         let (model, optim, mut state, resumed_from, skipped) =
-            restore_or_new(&opened, opts.resume, model, optim, signature, device, console)?;
+            restore_or_new(&opened, start.resume, model, optim, signature, device, console)?;
         adopt_micro_batch(&mut state, run.batch_size, &opened.run_dir)?;
         let new: Vec<DeviceFault> = survived.iter().filter(|f| !state.device_faults.contains(f)).cloned().collect();
         state.device_faults.extend(new);
         let recovering = survived.last();
         let metrics =
-            MetricsWriter::open(&opened.run_dir, resumed_from.or((opts.resume || recovering.is_some()).then_some(0)))?;
+            MetricsWriter::open(&opened.run_dir, resumed_from.or((start.resume || recovering.is_some()).then_some(0)))?;
         let mut report = Reporter { metrics, progress: Progress::new(t.progress, total_steps, state.step) };
         report_start(&mut report, state.epoch + 1, recovering, &skipped, resumed_from)?;
         console.block(start_lines(run, &model, total_steps));
         let group = match cfg.distributed.is_group() {
-            true => Some(start_group(run, &batcher, &model, &mut report, state.step, &opts.faults(), console)?),
+            true => Some(start_group(run, &batcher, &model, &mut report, state.step, &start.faults, console)?),
             false => None,
         };
         let f16 = run.compute.precision.precision == device::Precision::F16;
@@ -401,7 +286,7 @@ impl<'a> Trainer<'a> {
             prof: Profiler::new(t.profile),
             run,
             run_dir: opened.run_dir,
-            faults: opts.faults(),
+            faults: start.faults.clone(),
             model,
             optim,
             state,
@@ -880,7 +765,11 @@ fn batcher_for(cfg: &ExperimentConfig, input: &crate::resolve::ResolvedData) -> 
     ItemBatcher { preprocessor: pre.clone(), augmenter, seed: cfg.training.seed }
 }
 
-fn workload(cfg: &ExperimentConfig, input: &crate::resolve::ResolvedData, faults: &Faults) -> crate::dist::Workload {
+pub(crate) fn workload(
+    cfg: &ExperimentConfig,
+    input: &crate::resolve::ResolvedData,
+    faults: &Faults,
+) -> crate::dist::Workload {
     crate::dist::Workload {
         dataset: input.data.dataset.clone(),
         batcher: batcher_for(cfg, input),
@@ -993,27 +882,6 @@ fn start_group(
     console.line(&line);
     report.event(step, 0, "group_start", line)?;
     Ok(group)
-}
-
-/// A process with `distributed.node_rank > 0`: its peers compute their shares of the steps that
-/// node 0 leads, until node 0 ends the run. Nothing is written here.
-fn serve_node(cfg: &ExperimentConfig, faults: &Faults, console: &Console) -> Result<RunOutcome> {
-    let input = crate::resolve::ResolvedData::resolve(cfg, console.bars())?;
-    let devices = crate::dist::local_devices(cfg)?;
-    let devices =
-        if devices.is_empty() { vec![device::resolve(&cfg.device.device, &cfg.device.policy())?] } else { devices };
-    let names: Vec<&str> = devices.iter().map(|d| d.selection.name.as_str()).collect();
-    console.line(format!(
-        "node {} of {}: {} peer(s) on {}; waiting for node 0 at {}",
-        cfg.distributed.node_rank,
-        cfg.distributed.nodes,
-        devices.len(),
-        names.join(", "),
-        cfg.distributed.orchestrator
-    ));
-    crate::dist::serve_node(cfg, workload(cfg, &input, faults), &devices)?;
-    console.line(format!("node {}: node 0 ended the run", cfg.distributed.node_rank));
-    Ok(RunOutcome { run_dir: PathBuf::from(&cfg.training.out_dir), summary: None })
 }
 
 /// Count `state.batch_in_epoch` in micro-batches of `micro_batch` (a run continued after a
