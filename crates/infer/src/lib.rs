@@ -24,6 +24,7 @@
 //! concurrently (the model is immutable; each call builds its own tensors).
 #![warn(missing_docs)]
 
+pub mod compute;
 pub mod eval;
 pub mod eval_ctc;
 pub mod interop;
@@ -44,6 +45,7 @@ use device::{DeviceSpec, Precision, PrecisionSetting, SelectionPolicy};
 use models::precision::ComputeModel;
 use serde::Serialize;
 
+pub use compute::Compute;
 pub use stream::{SignEvent, StreamConfig, StreamingRecognizer};
 pub use transcribe::{TokenSpan, Transcript};
 
@@ -104,14 +106,10 @@ pub struct PredictorOptions {
     pub device: DeviceSpec,
     /// How `auto` chooses.
     pub policy: SelectionPolicy,
-    /// Compute precision: `Auto` (the default) takes the device's choice, as training does
-    /// (f32 on the CPU); an explicit f16/bf16 must be usable on the device.
-    pub precision: PrecisionSetting,
-    /// Run the model as an int8 eval graph on the CPU ([`engine`]: BatchNorm folded, dense
-    /// layers in int8, conv-transformers only) instead of Burn's forward; `precision` must then
-    /// be `Auto` or `F32`.
-    pub int8: bool,
-    /// On the CPU at f32, run conv-transformers through [`engine`]'s f32 eval graph (BatchNorm
+    /// How to compute: floating point at a precision (the default: the device's choice, f32 on
+    /// the CPU) or the int8 eval graph on the CPU.
+    pub compute: Compute,
+    /// With [`Compute::Float`] on the CPU at f32, run conv-transformers through [`engine`]'s f32 eval graph (BatchNorm
     /// folded, no autodiff or tensor dispatch, large batches split over the threads: faster than
     /// Burn's forward, figures in docs/PERFORMANCE.md; logits equal to it within float
     /// rounding). On by default; `false` keeps Burn's forward, the path the
@@ -132,8 +130,7 @@ impl Default for PredictorOptions {
         Self {
             device: DeviceSpec::Auto,
             policy: SelectionPolicy::default(),
-            precision: PrecisionSetting::Auto,
-            int8: false,
+            compute: Compute::default(),
             eval_graph: true,
             top_k: 5,
             warm_up: true,
@@ -243,37 +240,33 @@ impl Predictor {
     }
 
     fn load_on(dir: PathBuf, selected: device::SelectedDevice, opts: &PredictorOptions) -> Result<Self> {
-        let resolved = opts.precision.resolve(&selected.selection.capabilities);
+        let (setting, int8) = match opts.compute {
+            Compute::Float(p) => (p, false),
+            Compute::Int8 => (PrecisionSetting::F32, true),
+        };
+        let resolved = setting.resolve(&selected.selection.capabilities);
         if resolved.warning.is_some() {
             let caps = &selected.selection.capabilities;
             return Err(InferError::Unsupported(format!(
                 "{} is not supported on {}; use f32{}",
-                opts.precision,
+                setting,
                 selected.selection.name,
                 if caps.supports(Precision::F16) { " or f16" } else { "" }
             )));
         }
         let precision = resolved.precision;
-        if opts.int8 {
-            if selected.selection.target != device::Target::Cpu {
-                return Err(InferError::Unsupported(format!(
-                    "int8 inference runs on the CPU; {} was selected (use --device cpu)",
-                    selected.selection.name
-                )));
-            }
-            if precision != Precision::F32 {
-                return Err(InferError::Unsupported(format!(
-                    "int8 replaces the float precision; {} was asked for as well",
-                    opts.precision
-                )));
-            }
+        if int8 && selected.selection.target != device::Target::Cpu {
+            return Err(InferError::Unsupported(format!(
+                "int8 inference runs on the CPU; {} was selected (use --device cpu)",
+                selected.selection.name
+            )));
         }
         let (card, model) = bundle::load_bundle::<Backend>(&dir, &selected.device)?;
         let preprocessor = Preprocessor::new(card.preprocess.clone()).map_err(|e| InferError::Model {
             path: dir.join(bundle::layout::CARD_FILE),
             message: format!("preprocess: {e}"),
         })?;
-        let graph_weights = if opts.int8 {
+        let graph_weights = if int8 {
             Some(engine::Weights::Int8)
         } else {
             let f32_cpu = selected.selection.target == device::Target::Cpu && precision == Precision::F32;

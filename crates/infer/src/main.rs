@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use data::index::Format;
 use device::{DeviceSpec, PrecisionSetting};
 use infer::eval::{EvalOptions, Split};
-use infer::{Predictor, PredictorOptions, StreamConfig, StreamingRecognizer};
+use infer::{Compute, Predictor, PredictorOptions, StreamConfig, StreamingRecognizer};
 
 #[derive(Parser)]
 #[command(name = "infer", version, about = "Classify sign-language landmark sequences with a trained SignFlow model")]
@@ -279,35 +279,12 @@ fn main() -> ExitCode {
     }
 }
 
-/// What `--precision` takes: a float precision for Burn's forward, or `int8` for the eval graph.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Compute {
-    Float(PrecisionSetting),
-    Int8,
-}
-
-impl std::str::FromStr for Compute {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        if s.trim().eq_ignore_ascii_case("int8") {
-            return Ok(Self::Int8);
-        }
-        s.parse::<PrecisionSetting>()
-            .map(Self::Float)
-            .map_err(|e| format!("{e} (or int8: the int8 eval graph on the CPU)"))
-    }
-}
-
+/// The predictor of `--model` computing as `--precision` (an [`infer::Compute`]) says.
 fn load(m: &ModelArgs, compute: Compute, top_k: usize) -> Result<Predictor> {
     let policy = device::SelectionPolicy { allow_software_wgpu: m.allow_software_wgpu, ..Default::default() };
-    let (precision, int8) = match compute {
-        Compute::Float(p) => (p, false),
-        Compute::Int8 => (PrecisionSetting::Auto, true),
-    };
     let opts = PredictorOptions {
         device: m.device,
-        precision,
-        int8,
+        compute,
         eval_graph: !m.burn_forward,
         top_k,
         choose: m.choose,

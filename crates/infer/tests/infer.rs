@@ -66,7 +66,11 @@ fn trained() -> &'static Trained {
 
 fn cpu(precision: Option<Precision>) -> PredictorOptions {
     let precision = precision.map_or(device::PrecisionSetting::F32, device::PrecisionSetting::from);
-    PredictorOptions { device: device::DeviceSpec::Cpu, precision, ..Default::default() }
+    PredictorOptions {
+        device: device::DeviceSpec::Cpu,
+        compute: infer::Compute::Float(precision),
+        ..Default::default()
+    }
 }
 
 /// The held-out sequences, read from their files, with labels.
@@ -161,7 +165,7 @@ fn eval_graph_f32_and_int8_agree_with_burn_forward_on_held_out_signers() {
     let t = trained();
     let (samples, labels, _) = validation_files(t);
     let f32p = Predictor::load(&t.run_dir, &cpu(None)).unwrap();
-    let int8 = Predictor::load(&t.run_dir, &PredictorOptions { int8: true, ..cpu(None) }).unwrap();
+    let int8 = Predictor::load(&t.run_dir, &PredictorOptions { compute: infer::Compute::Int8, ..cpu(None) }).unwrap();
     let burn = Predictor::load(&t.run_dir, &PredictorOptions { eval_graph: false, ..cpu(None) }).unwrap();
     assert_eq!((f32p.compute_name().as_str(), int8.compute_name().as_str()), ("f32", "int8"));
     let engines = (f32p.engine_name(), int8.engine_name(), burn.engine_name());
@@ -199,14 +203,6 @@ fn eval_graph_f32_and_int8_agree_with_burn_forward_on_held_out_signers() {
     assert!((top1(&a) - top1(&b)).abs() <= 1.0 / labels.len() as f64 + 1e-12);
     assert!(max_dp < 0.05, "probabilities differ by {max_dp}");
     assert!(qb * 2 < fb, "int8 parameters {qb} bytes vs f32 {fb}");
-    // The int8 graph runs on the CPU only and replaces the float precision.
-    let err = Predictor::load(
-        &t.run_dir,
-        &PredictorOptions { int8: true, precision: device::PrecisionSetting::F16, ..cpu(None) },
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(err.contains("int8 replaces the float precision"), "{err}");
 }
 
 fn frames_of(seq: &LandmarkSequence) -> Vec<Vec<[f32; 3]>> {
