@@ -37,15 +37,18 @@ mod held;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use bundle::ModelCard;
 use burn::tensor::{Bool, Tensor, TensorData};
-use data::preprocess::Preprocessor;
-use data::{Prepared, Sample};
-use device::{DeviceSpec, Precision, PrecisionSetting, SelectionPolicy};
 use models::precision::ComputeModel;
 use serde::Serialize;
 
+// The types of other SignFlow crates that this crate's signatures use, so an embedder needs
+// no other SignFlow crate to call it.
+pub use bundle::{ModelCard, TrainingSplit};
 pub use compute::Compute;
+pub use data::preprocess::Preprocessor;
+pub use data::tokens::WordList;
+pub use data::{Prepared, Sample};
+pub use device::{Choose, DeviceSpec, Precision, PrecisionSetting, SelectionPolicy};
 pub use stream::{SignEvent, StreamConfig, StreamingRecognizer};
 pub use transcribe::{TokenSpan, Transcript};
 
@@ -179,7 +182,7 @@ pub struct Predictor {
     graph: Option<engine::EvalGraph>,
     top_k: usize,
     dir: PathBuf,
-    /// A CTC model's decoder (the card's, or a lexicon set by [`Predictor::set_lexicon`]).
+    /// A CTC model's decoder (the card's, or the lexicon given to [`Predictor::with_lexicon`]).
     decoder: models::decode::CtcDecoder,
 }
 

@@ -293,9 +293,9 @@ fn load(m: &ModelArgs, compute: Compute, top_k: usize) -> Result<Predictor> {
     };
     let mut predictor = Predictor::load(&m.model, &opts)?;
     if let Some(path) = &m.lexicon {
-        predictor.set_lexicon(Some(&data::tokens::WordList::read(path)?))?;
+        predictor = predictor.with_lexicon(Some(&data::tokens::WordList::read(path)?))?;
     } else if m.no_lexicon {
-        predictor.set_lexicon(None)?;
+        predictor = predictor.with_lexicon(None)?;
     }
     if m.choose == device::Choose::Fastest {
         eprintln!("device: {} ({})", predictor.device_name(), predictor.device_reason());

@@ -1,7 +1,7 @@
 //! Continuous recognition: a CTC model's per-frame token scores decoded into token sequences.
 //!
 //! The decoder is the one in the model card (`[ctc] decoder`, `beam_width` and lexicon of
-//! training; [`Predictor::set_lexicon`] replaces the lexicon): greedy, or prefix beam search
+//! training; [`Predictor::with_lexicon`] replaces the lexicon): greedy, or prefix beam search
 //! with its labelling placed on the frames by the most probable alignment
 //! ([`models::decode::align`]). Every token comes with the frames it occupies and its
 //! mean probability there.
@@ -98,24 +98,25 @@ impl Predictor {
     }
 
     /// The CTC decoder transcripts use: the card's decoder and beam width, with the card's
-    /// lexicon or the one set by [`Predictor::set_lexicon`].
+    /// lexicon or the one given to [`Predictor::with_lexicon`].
     pub fn decoder(&self) -> Result<&CtcDecoder> {
         self.ctc_card()?;
         Ok(&self.decoder)
     }
 
-    /// Constrain beam search to transcripts made of `words` (whitespace-separated words spelled
-    /// in the model's tokens; see [`models::lexicon`]) instead of the card's lexicon; `None`
-    /// decodes without a lexicon. An error for a classification model or a word the model
-    /// cannot spell (naming the word and its line).
-    pub fn set_lexicon(&mut self, words: Option<&WordList>) -> Result<()> {
+    /// This predictor with beam search constrained to transcripts made of `words`
+    /// (whitespace-separated words spelled in the model's tokens; see [`models::lexicon`])
+    /// instead of the card's lexicon; `None` decodes without a lexicon. Chosen when the
+    /// predictor is made, before it is shared (it takes the predictor by value). An error for a
+    /// classification model or a word the model cannot spell (naming the word and its line).
+    pub fn with_lexicon(mut self, words: Option<&WordList>) -> Result<Self> {
         let unit = self.ctc_card()?.unit;
         let lexicon = words
             .map(|w| bundle::build_lexicon(w, unit, &self.card.labels))
             .transpose()
             .map_err(InferError::Unsupported)?;
         self.decoder.lexicon = lexicon.map(Arc::new);
-        Ok(())
+        Ok(self)
     }
 
     /// Decode one window's log-probabilities with [`Predictor::decoder`].

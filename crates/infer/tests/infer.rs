@@ -1034,8 +1034,10 @@ mod slow {
         let glosses = &predictor.labels()[1..];
         let all_words = dir.path().join("all.txt");
         std::fs::write(&all_words, glosses.join("\n")).unwrap();
-        let mut constrained = Predictor::load(&t.run_dir, &cpu(None)).unwrap();
-        constrained.set_lexicon(Some(&data::tokens::WordList::read(&all_words).unwrap())).unwrap();
+        let constrained = Predictor::load(&t.run_dir, &cpu(None))
+            .unwrap()
+            .with_lexicon(Some(&data::tokens::WordList::read(&all_words).unwrap()))
+            .unwrap();
         let full = infer::eval_ctc::evaluate(&constrained, &prepared.root, &opts).unwrap();
         assert_eq!((full.lexicon_words, full.beam, full.greedy), (glosses.len(), report.beam, report.greedy));
         let forbidden = glosses
@@ -1047,7 +1049,7 @@ mod slow {
         let some_words = dir.path().join("some.txt");
         std::fs::write(&some_words, glosses.iter().filter(|g| *g != forbidden).cloned().collect::<Vec<_>>().join(" "))
             .unwrap();
-        constrained.set_lexicon(Some(&data::tokens::WordList::read(&some_words).unwrap())).unwrap();
+        let constrained = constrained.with_lexicon(Some(&data::tokens::WordList::read(&some_words).unwrap())).unwrap();
         let some = infer::eval_ctc::evaluate(&constrained, &prepared.root, &opts).unwrap();
         assert_eq!((some.lexicon_words, some.greedy), (glosses.len() - 1, report.greedy));
         assert!(some.sequences.iter().all(|s| !s.hypothesis.split(' ').any(|w| w == forbidden)));
@@ -1063,9 +1065,9 @@ mod slow {
         assert!(some.render().contains(&format!("lexicon of {} words", glosses.len() - 1)));
         let bad_words = dir.path().join("bad.txt");
         std::fs::write(&bad_words, "sign_00\nsign_00 no_such_sign\n").unwrap();
-        let err = constrained.set_lexicon(Some(&data::tokens::WordList::read(&bad_words).unwrap())).unwrap_err();
+        let err = constrained.with_lexicon(Some(&data::tokens::WordList::read(&bad_words).unwrap())).unwrap_err();
         assert!(err.to_string().contains("bad.txt:2: word `no_such_sign`"), "{err}");
-        let err = Predictor::load(&trained().run_dir, &cpu(None)).unwrap().set_lexicon(None).unwrap_err();
+        let err = Predictor::load(&trained().run_dir, &cpu(None)).unwrap().with_lexicon(None).unwrap_err();
         assert!(err.to_string().contains("sign classifier"), "{err}");
 
         // Streaming: tokens come out as they settle, in order, and for sentences the model
