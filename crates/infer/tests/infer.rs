@@ -64,6 +64,23 @@ fn trained() -> &'static Trained {
     })
 }
 
+/// `Predictor::load` in the process's turn: loading builds a model first, which draws from
+/// Burn's process-global RNG, and a training run of another test (the shared trained models)
+/// must not see those draws, or its model changes from run to run.
+fn load_predictor(dir: &Path, opts: &PredictorOptions) -> infer::Result<Predictor> {
+    let _turn = trainer::run_lock();
+    Predictor::load(dir, opts)
+}
+
+/// `bundle::load_bundle` in the process's turn (see [`load_predictor`]).
+fn load_model(
+    dir: &Path,
+    dev: &device::DispatchDevice,
+) -> bundle::Result<(bundle::ModelCard, models::SignModel<device::Backend>)> {
+    let _turn = trainer::run_lock();
+    bundle::load_bundle::<device::Backend>(dir, dev)
+}
+
 fn cpu(precision: Option<Precision>) -> PredictorOptions {
     let precision = precision.map_or(device::PrecisionSetting::F32, device::PrecisionSetting::from);
     PredictorOptions {
@@ -97,13 +114,13 @@ fn validation_files(t: &Trained) -> (Vec<Sample>, Vec<usize>, Vec<usize>) {
 #[test]
 fn predictions_equal_the_trainers_evaluation() {
     let t = trained();
-    let predictor = Predictor::load(&t.run_dir, &cpu(None)).unwrap();
+    let predictor = load_predictor(&t.run_dir, &cpu(None)).unwrap();
     let (samples, labels, valid) = validation_files(t);
     let preds = predictor.predict_batch(&samples).unwrap();
 
     // The trainer's own evaluation of the exported weights on the same split.
     let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
-    let (_, model) = bundle::load_bundle::<device::Backend>(&t.run_dir.join("model"), &dev).unwrap();
+    let (_, model) = load_model(&t.run_dir.join("model"), &dev).unwrap();
     let pre = Arc::new(data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap());
     let prepared = trainer::resolve::prepare_data(&t.cfg, &pre, false).unwrap();
     let eval = trainer::validate::evaluate(&model, &prepared.dataset, &pre, &valid, 8, 1, &Default::default(), &dev);
@@ -136,9 +153,9 @@ fn predictions_equal_the_trainers_evaluation() {
 fn half_precision_agrees_with_f32() {
     let t = trained();
     let (samples, _, _) = validation_files(t);
-    let f32p = Predictor::load(&t.run_dir, &cpu(None)).unwrap().predict_batch(&samples).unwrap();
+    let f32p = load_predictor(&t.run_dir, &cpu(None)).unwrap().predict_batch(&samples).unwrap();
     for p in [Precision::F16, Precision::Bf16] {
-        let predictor = Predictor::load(&t.run_dir, &cpu(Some(p))).unwrap();
+        let predictor = load_predictor(&t.run_dir, &cpu(Some(p))).unwrap();
         assert_eq!(predictor.precision(), p);
         let half = predictor.predict_batch(&samples).unwrap();
         let agree = half.iter().zip(&f32p).filter(|(a, b)| a.best().index == b.best().index).count();
@@ -164,9 +181,9 @@ fn half_precision_agrees_with_f32() {
 fn eval_graph_f32_and_int8_agree_with_burn_forward_on_held_out_signers() {
     let t = trained();
     let (samples, labels, _) = validation_files(t);
-    let f32p = Predictor::load(&t.run_dir, &cpu(None)).unwrap();
-    let int8 = Predictor::load(&t.run_dir, &PredictorOptions { compute: infer::Compute::Int8, ..cpu(None) }).unwrap();
-    let burn = Predictor::load(&t.run_dir, &PredictorOptions { eval_graph: false, ..cpu(None) }).unwrap();
+    let f32p = load_predictor(&t.run_dir, &cpu(None)).unwrap();
+    let int8 = load_predictor(&t.run_dir, &PredictorOptions { compute: infer::Compute::Int8, ..cpu(None) }).unwrap();
+    let burn = load_predictor(&t.run_dir, &PredictorOptions { eval_graph: false, ..cpu(None) }).unwrap();
     assert_eq!((f32p.compute_name().as_str(), int8.compute_name().as_str()), ("f32", "int8"));
     let engines = (f32p.engine_name(), int8.engine_name(), burn.engine_name());
     assert_eq!(engines, ("eval graph", "eval graph", "burn"));
@@ -212,7 +229,7 @@ fn frames_of(seq: &LandmarkSequence) -> Vec<Vec<[f32; 3]>> {
 #[test]
 fn streaming_emits_concatenated_signs_in_order() {
     let t = trained();
-    let predictor = Arc::new(Predictor::load(&t.run_dir, &cpu(None)).unwrap());
+    let predictor = Arc::new(load_predictor(&t.run_dir, &cpu(None)).unwrap());
     // Three signs by a signer the model never saw, back to back, then the hands drop out of view.
     // The test is about the recognizer joining signs, not about the small model: it uses three
     // signs the model gets right in isolation (confidence >= 0.8 on the whole clip, and streamed
@@ -357,7 +374,7 @@ fn copy_model(t: &Trained, to: &Path) -> PathBuf {
 }
 
 fn load_err(path: &Path) -> String {
-    Predictor::load(path, &cpu(None)).unwrap_err().to_string()
+    load_predictor(path, &cpu(None)).unwrap_err().to_string()
 }
 
 #[test]
@@ -406,7 +423,7 @@ fn bad_models_and_inputs_are_errors() {
     assert!(e.contains("model.mpk: the weights file is missing"), "{e}");
 
     // Inputs.
-    let p = Predictor::load(&t.run_dir, &cpu(None)).unwrap();
+    let p = load_predictor(&t.run_dir, &cpu(None)).unwrap();
     let seq = data::synth::generate_sequence(&t.cfg.synthetic, 1, 0, 0);
     let ok = Sample::Landmarks(seq.clone());
     let few_points = Sample::Landmarks(seq.select(&(0..100).collect::<Vec<_>>()));
@@ -443,7 +460,7 @@ fn bad_models_and_inputs_are_errors() {
 fn evaluation_matches_the_trainers_validation_and_writes_its_files() {
     use infer::eval::{evaluate, EvalOptions, Split};
     let t = trained();
-    let predictor = Predictor::load(&t.run_dir, &cpu(None)).unwrap();
+    let predictor = load_predictor(&t.run_dir, &cpu(None)).unwrap();
     let pre = Arc::new(data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap());
     let prepared = trainer::resolve::prepare_data(&t.cfg, &pre, false).unwrap();
     let split = Split::from_card(predictor.card(), true).unwrap();
@@ -452,7 +469,7 @@ fn evaluation_matches_the_trainers_validation_and_writes_its_files() {
 
     // The trainer's evaluation of the same weights on its validation split.
     let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
-    let (_, model) = bundle::load_bundle::<device::Backend>(&t.run_dir.join("model"), &dev).unwrap();
+    let (_, model) = load_model(&t.run_dir.join("model"), &dev).unwrap();
     let eval =
         trainer::validate::evaluate(&model, &prepared.dataset, &pre, &prepared.valid, 8, 1, &Default::default(), &dev);
     let summary = t.summary.clone();
@@ -548,7 +565,7 @@ fn relabelled_dataset(t: &Trained, dir: &Path, extra_sign: bool, corrupt: bool) 
 fn evaluation_matches_labels_by_name_and_reports_bad_files() {
     use infer::eval::{evaluate, EvalOptions, Split};
     let t = trained();
-    let predictor = Predictor::load(&t.run_dir, &cpu(None)).unwrap();
+    let predictor = load_predictor(&t.run_dir, &cpu(None)).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let pre = data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap();
     let root = trainer::resolve::prepare_data(&t.cfg, &pre, false).unwrap().root;
@@ -688,7 +705,7 @@ fn eval_cli_prints_the_summary_and_writes_the_report() {
 #[test]
 fn predict_files_keeps_order_and_names_bad_files() {
     let t = trained();
-    let predictor = Predictor::load(&t.run_dir, &cpu(None)).unwrap();
+    let predictor = load_predictor(&t.run_dir, &cpu(None)).unwrap();
     let (samples, _, valid) = validation_files(t);
     let expected: Vec<usize> = predictor.predict_batch(&samples).unwrap().iter().map(|p| p.best().index).collect();
     let pre = data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap();
@@ -748,7 +765,7 @@ impl Rng {
 #[test]
 fn predictor_and_stream_take_random_and_disordered_input_without_panicking() {
     let t = trained();
-    let predictor = Arc::new(Predictor::load(&t.run_dir, &cpu(None)).unwrap());
+    let predictor = Arc::new(load_predictor(&t.run_dir, &cpu(None)).unwrap());
     let mut rng = Rng(0x5157_2026);
     let (mut ok, mut refused) = (0, 0);
     for i in 0..300 {
@@ -833,7 +850,7 @@ fn predictor_and_stream_take_random_and_disordered_input_without_panicking() {
 #[test]
 fn a_shared_predictor_under_threads_gives_the_sequential_results() {
     let t = trained();
-    let predictor = Arc::new(Predictor::load(&t.run_dir, &cpu(None)).unwrap());
+    let predictor = Arc::new(load_predictor(&t.run_dir, &cpu(None)).unwrap());
     let (samples, _, _) = validation_files(t);
     let samples = Arc::new(samples);
     let sequential: Vec<_> = samples.iter().map(|s| predictor.predict(s).unwrap()).collect();
@@ -973,7 +990,7 @@ mod slow {
     fn ctc_transcripts_evaluation_and_stream_agree_with_the_trainer() {
         use infer::eval::{EvalOptions, Split};
         let t = trained_ctc();
-        let predictor = Arc::new(Predictor::load(&t.run_dir, &cpu(None)).unwrap());
+        let predictor = Arc::new(load_predictor(&t.run_dir, &cpu(None)).unwrap());
         assert_eq!(predictor.card().task, models::Task::Ctc);
         let pre = Arc::new(data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap());
         let prepared = trainer::resolve::prepare_data(&t.cfg, &pre, false).unwrap();
@@ -983,7 +1000,7 @@ mod slow {
         let opts = EvalOptions { split, batch: 5, progress: false, ..Default::default() };
         let report = infer::eval_ctc::evaluate(&predictor, &prepared.root, &opts).unwrap();
         let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
-        let (_, model) = bundle::load_bundle::<device::Backend>(&t.run_dir.join("model"), &dev).unwrap();
+        let (_, model) = load_model(&t.run_dir.join("model"), &dev).unwrap();
         let eval = trainer::validate::evaluate(
             &model,
             &prepared.dataset,
@@ -1023,7 +1040,7 @@ mod slow {
         let sample = predictor.read_file(&files[0]).unwrap();
         let err = predictor.predict(&sample).unwrap_err().to_string();
         assert!(err.contains("continuous-recognition (CTC) model") && err.contains("transcribe"), "{err}");
-        let classifier = Predictor::load(&trained().run_dir, &cpu(None)).unwrap();
+        let classifier = load_predictor(&trained().run_dir, &cpu(None)).unwrap();
         let err = classifier.transcribe(&sample).unwrap_err().to_string();
         assert!(err.contains("sign classifier") && err.contains("predict"), "{err}");
 
@@ -1034,7 +1051,7 @@ mod slow {
         let glosses = &predictor.labels()[1..];
         let all_words = dir.path().join("all.txt");
         std::fs::write(&all_words, glosses.join("\n")).unwrap();
-        let constrained = Predictor::load(&t.run_dir, &cpu(None))
+        let constrained = load_predictor(&t.run_dir, &cpu(None))
             .unwrap()
             .with_lexicon(Some(&data::tokens::WordList::read(&all_words).unwrap()))
             .unwrap();
@@ -1067,7 +1084,7 @@ mod slow {
         std::fs::write(&bad_words, "sign_00\nsign_00 no_such_sign\n").unwrap();
         let err = constrained.with_lexicon(Some(&data::tokens::WordList::read(&bad_words).unwrap())).unwrap_err();
         assert!(err.to_string().contains("bad.txt:2: word `no_such_sign`"), "{err}");
-        let err = Predictor::load(&trained().run_dir, &cpu(None)).unwrap().with_lexicon(None).unwrap_err();
+        let err = load_predictor(&trained().run_dir, &cpu(None)).unwrap().with_lexicon(None).unwrap_err();
         assert!(err.to_string().contains("sign classifier"), "{err}");
 
         // Streaming: tokens come out as they settle, in order, and for sentences the model
@@ -1160,9 +1177,9 @@ mod slow {
         }
         let t = trained();
         let (samples, _, _) = validation_files(t);
-        let on_cpu = Predictor::load(&t.run_dir, &cpu(None)).unwrap().predict_batch(&samples).unwrap();
+        let on_cpu = load_predictor(&t.run_dir, &cpu(None)).unwrap().predict_batch(&samples).unwrap();
         let opts = PredictorOptions { device: device::DeviceSpec::Wgpu(None), ..Default::default() };
-        let gpu = Predictor::load(&t.run_dir, &opts).unwrap();
+        let gpu = load_predictor(&t.run_dir, &opts).unwrap();
         assert_eq!(gpu.precision(), Precision::F32, "auto on a software adapter is f32");
         let on_gpu = gpu.predict_batch(&samples).unwrap();
         let mut max_dp = 0f32;
@@ -1224,7 +1241,7 @@ mod slow {
         // keeps the quicker, with both figures in the reason: the CPU, for this model.
         let policy = device::SelectionPolicy { allow_software_wgpu: true, ..Default::default() };
         let opts = PredictorOptions { choose: device::Choose::Fastest, policy, ..Default::default() };
-        let fastest = Predictor::load(&t.run_dir, &opts).unwrap();
+        let fastest = load_predictor(&t.run_dir, &opts).unwrap();
         eprintln!("fastest: {} ({})", fastest.device_name(), fastest.device_reason());
         assert!(fastest.device_reason().starts_with("fastest of "), "{}", fastest.device_reason());
         assert_eq!(fastest.device_reason().matches(" ms").count(), 2, "{}", fastest.device_reason());
