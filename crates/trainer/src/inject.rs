@@ -120,9 +120,8 @@ impl Faults {
                 .map_err(|e| format!("fault `{item}`: expected KEY=VALUE with a TOML value ({e})"))?;
             table.extend(parsed);
         }
-        let text = toml::to_string(&table).map_err(|e| e.to_string())?;
         let given: Vec<&str> = items.iter().map(AsRef::as_ref).collect();
-        toml::from_str(&text).map_err(|e| format!("faults `{}`: {}", given.join(" "), e.message()))
+        table.try_into().map_err(|e| format!("faults `{}`: {}", given.join(" "), e.message()))
     }
 }
 

@@ -63,11 +63,12 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
         message,
     })?;
     let console = Console::new(cfg.training.progress);
+    let faults = opts.faults();
     if cfg.distributed.node_rank > 0 {
-        return serve_node(&cfg, &opts.faults(), &console);
+        return serve_node(&cfg, &faults, &console);
     }
     let mut opened = crate::resume::open(&cfg, opts.run_dir.as_deref(), opts.resume)?;
-    let Measured { compute, input, search } = measure(&cfg, opened.saved.as_ref(), &opts.faults(), &console)?;
+    let Measured { compute, input, search } = measure(&cfg, opened.saved.as_ref(), &faults, &console)?;
     let mut run = crate::plan::plan(cfg, opened.saved.as_ref(), compute, input, search)?;
     if let BatchSource::Reduced = run.batch_source {
         console.line(format!(
@@ -83,7 +84,7 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
         bundle::atomic::clean_staging(&bundle::layout::checkpoints_dir(&opened.run_dir));
     }
     crate::export::write_run_files(&opened.run_dir, &run)?;
-    let start = Start { resume: opts.resume, faults: opts.faults(), wall };
+    let start = Start { resume: opts.resume, faults, wall };
     let mut survived: Vec<DeviceFault> = Vec::new();
     loop {
         let run_dir = opened.run_dir.clone();
