@@ -10,7 +10,7 @@ use burn::module::Module;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Distribution, Tensor, TensorData};
 use criterion::{criterion_group, Criterion, Throughput};
-use models::common::{CausalDepthwiseConv, ChannelNorm, Eca, SelfAttention};
+use models::common::{CausalDepthwiseConv, ChannelNorm, DropDraw, Eca, FrameMask, SelfAttention};
 use models::conv_transformer::{ConvBlock, TransformerBlock};
 use models::ConvTransformerConfig;
 
@@ -21,10 +21,11 @@ const BATCH: usize = 64;
 const FRAMES: usize = 64;
 const FEATURES: usize = 469;
 
-fn pad_mask<Bk: Backend>(device: &Bk::Device) -> Tensor<Bk, 2, Bool> {
-    // Realistic padding: sequence lengths spread over the window.
+/// The blocks' frame mask (f32) of a realistic padding: sequence lengths spread over the window.
+fn frame_mask<Bk: Backend>(device: &Bk::Device) -> FrameMask<Bk> {
     let mask = trainer::bench::pad_mask_host(BATCH, FRAMES);
-    Tensor::from_data(TensorData::new(mask, [BATCH, FRAMES]), device)
+    let pad: Tensor<Bk, 2, Bool> = Tensor::from_data(TensorData::new(mask, [BATCH, FRAMES]), device);
+    FrameMask::new(pad, burn::tensor::DType::F32)
 }
 
 fn input<Bk: Backend>(channels: usize, device: &Bk::Device) -> Tensor<Bk, 3> {
@@ -38,8 +39,8 @@ fn pair<MB, MA>(
     channels: usize,
     make_b: impl Fn(&device::DispatchDevice) -> MB,
     make_ad: impl Fn(&device::DispatchDevice) -> MA,
-    fwd_b: impl Fn(&MB, Tensor<B, 3>, Tensor<B, 2, Bool>) -> Tensor<B, 3>,
-    fwd_ad: impl Fn(&MA, Tensor<AD, 3>, Tensor<AD, 2, Bool>) -> Tensor<AD, 3>,
+    fwd_b: impl Fn(&MB, Tensor<B, 3>, &FrameMask<B>) -> Tensor<B, 3>,
+    fwd_ad: impl Fn(&MA, Tensor<AD, 3>, &FrameMask<AD>) -> Tensor<AD, 3>,
 ) where
     MB: Module<B>,
     MA: Module<AD>,
@@ -50,13 +51,13 @@ fn pair<MB, MA>(
     g.throughput(Throughput::Elements(BATCH as u64));
     let m = make_b(&device);
     let x = input::<B>(channels, &device);
-    let mask = pad_mask::<B>(&device);
-    g.bench_function(format!("{name}/forward"), |bch| bch.iter(|| fwd_b(&m, x.clone(), mask.clone()).into_data()));
+    let mask = frame_mask::<B>(&device);
+    g.bench_function(format!("{name}/forward"), |bch| bch.iter(|| fwd_b(&m, x.clone(), &mask).into_data()));
     let m = make_ad(&device);
     let x = input::<AD>(channels, &device).require_grad();
-    let mask = pad_mask::<AD>(&device);
+    let mask = frame_mask::<AD>(&device);
     g.bench_function(format!("{name}/forward_backward"), |bch| {
-        bch.iter(|| fwd_ad(&m, x.clone(), mask.clone()).sum().backward())
+        bch.iter(|| fwd_ad(&m, x.clone(), &mask).sum().backward())
     });
     g.finish();
 }
@@ -127,8 +128,14 @@ fn layers(c: &mut Criterion) {
         dim,
         move |d| ConvBlock::<B>::new(&c1, d),
         move |d| ConvBlock::<AD>::new(&c2, d),
-        |m, x, mask| m.forward(x, mask),
-        |m, x, mask| m.forward(x, mask),
+        |m, x, mask| {
+            let no_drop = DropDraw::new(0.0, 0, &x);
+            m.forward(x, mask, &no_drop)
+        },
+        |m, x, mask| {
+            let no_drop = DropDraw::new(0.0, 0, &x);
+            m.forward(x, mask, &no_drop)
+        },
     );
     let c1 = cfg.clone();
     let c2 = cfg.clone();
@@ -138,8 +145,14 @@ fn layers(c: &mut Criterion) {
         dim,
         move |d| TransformerBlock::<B>::new(&c1, d),
         move |d| TransformerBlock::<AD>::new(&c2, d),
-        |m, x, mask| m.forward(x, mask),
-        |m, x, mask| m.forward(x, mask),
+        |m, x, mask| {
+            let no_drop = DropDraw::new(0.0, 0, &x);
+            m.forward(x, mask, &no_drop)
+        },
+        |m, x, mask| {
+            let no_drop = DropDraw::new(0.0, 0, &x);
+            m.forward(x, mask, &no_drop)
+        },
     );
 }
 

@@ -257,7 +257,7 @@ impl<'a> Machine<'a> {
     }
 
     fn set_items(&mut self, dict: Val, items: Vec<Val>) -> Res<()> {
-        if items.len() % 2 != 0 {
+        if !items.len().is_multiple_of(2) {
             return Err("an odd number of items for a dict".into());
         }
         match self.container(dict)? {

@@ -21,7 +21,9 @@ pub(crate) fn verdict(device: &DispatchDevice, dtype: DType) -> Result<(), Strin
     if CHECKING.with(Cell::get) {
         return Ok(());
     }
-    static DONE: Mutex<Vec<(String, DType, Result<(), String>)>> = Mutex::new(Vec::new());
+    /// Per device (its `Debug` text) and dtype, the verdict found.
+    type Verdicts = Vec<(String, DType, Result<(), String>)>;
+    static DONE: Mutex<Verdicts> = Mutex::new(Vec::new());
     let key = format!("{device:?}");
     let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, _, verdict)) = done.iter().find(|(k, d, _)| *k == key && *d == dtype) {

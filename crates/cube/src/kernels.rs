@@ -1000,7 +1000,7 @@ fn softmax_dropout_kernel<F: Float>(
         let at = row * keys + j;
         y[at] = F::cast_from(p);
         if dropout {
-            let hash = fmix(fmix(u32::cast_from(at) * 0x9e37_79b9u32 ^ s0) ^ s1);
+            let hash = fmix(fmix((u32::cast_from(at) * 0x9e37_79b9u32) ^ s0) ^ s1);
             let mut kept = 0.0f32;
             if hash < threshold {
                 kept = p * scale;
@@ -1126,6 +1126,8 @@ pub(crate) fn view<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, window: &Window) 
         let handle = flat.handle.clone().offset_start(start).offset_end(end);
         return vec![CubeTensor::new_contiguous(flat.client, flat.device, window.shape.clone(), handle, flat.dtype)];
     }
+    // One range: the flat buffer has one dimension.
+    #[allow(clippy::single_range_in_vec_init)]
     let copy = burn_cubecl::kernel::slice(flat, &[window.start..window.start + count]);
     vec![burn_cubecl::ops::reshape(burn_cubecl::kernel::into_contiguous(copy), window.shape.clone())]
 }

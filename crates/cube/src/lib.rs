@@ -309,7 +309,7 @@ pub fn softmax_dropout_backward(
 /// `[rows, 3 D]` of a fused projection.
 fn qkv_shape(qkv: &DispatchTensor) -> Option<[usize; 2]> {
     let s = qkv.shape();
-    (s.num_dims() == 2 && s[1] % 3 == 0 && s[1] > 0).then(|| [s[0], s[1]])
+    (s.num_dims() == 2 && s[1].is_multiple_of(3) && s[1] > 0).then(|| [s[0], s[1]])
 }
 
 /// `qkv`'s `[rows, 3 D]` when `attn [B, H, T, T]` matches it.

@@ -135,7 +135,7 @@ pub fn run_cv(cfg: &ExperimentConfig, folds: usize, dir: Option<PathBuf>) -> Res
     // file there is someone else's, and the directory is refused.
     let foreign: Vec<String> = layout::entries(&dir)?
         .into_iter()
-        .filter(|n| n != layout::CV_FILE && !n.strip_prefix("fold-").is_some_and(|k| k.parse::<usize>().is_ok()))
+        .filter(|n| n != layout::CV_FILE && n.strip_prefix("fold-").is_none_or(|k| k.parse::<usize>().is_err()))
         .collect();
     if !foreign.is_empty() {
         return Err(TrainError::Invalid(format!(

@@ -485,6 +485,8 @@ fn sgd_velocity(
 }
 
 /// AdamW's bias corrections `1 - beta^t` of a step.
+// One short-lived value per step: boxing the larger variant would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 enum Corrections {
     /// Known on the host (no step is unsettled).
     Host(f64, f64),

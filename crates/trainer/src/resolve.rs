@@ -118,7 +118,7 @@ pub fn smaller_micro_batch(b: usize, k: usize) -> Option<(usize, usize)> {
     }
     let total = b * k.max(1);
     let half = b / 2;
-    let divides = |m: usize| total % m == 0;
+    let divides = |m: usize| total.is_multiple_of(m);
     let pow2 = (0..usize::BITS).map(|i| 1usize << i).take_while(|&m| m <= half).filter(|&m| divides(m)).last();
     let m = match pow2 {
         Some(p) if 2 * p >= half => p,

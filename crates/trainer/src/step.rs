@@ -151,6 +151,8 @@ pub struct PendingOutcome {
     state: Pending,
 }
 
+// One value per step, read once: boxing the larger variant would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 enum Pending {
     Read(StepOutcome),
     Queued {
