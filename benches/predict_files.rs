@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use bundle::ModelCard;
 use burn::module::Module;
 use criterion::{criterion_group, Criterion, Throughput};
-use infer::{Predictor, PredictorOptions};
+use infer::{Classifier, PredictorOptions};
 
 fn bench(c: &mut Criterion) {
     let tmp = tempfile::tempdir().unwrap();
@@ -35,7 +35,7 @@ fn bench(c: &mut Criterion) {
     let model_dir = tmp.path().join("model");
     bundle::write_bundle(&model_dir, &model, &card, "").unwrap();
     let opts = PredictorOptions { device: device::DeviceSpec::Cpu, ..Default::default() };
-    let predictor = Predictor::load(&model_dir, &opts).unwrap();
+    let predictor = Classifier::load(&model_dir, &opts).unwrap();
 
     let mut g = c.benchmark_group("predict_files");
     g.sample_size(10);

@@ -171,7 +171,7 @@ fn run() -> Result<(), Box<dyn Error>> {
     println!("exported {}", bundle.display());
 
     // infer serves it: the held-out signers, scored by infer's evaluation.
-    let predictor = infer::Predictor::load(&bundle, &infer::PredictorOptions::default())?;
+    let predictor = infer::Classifier::load(&bundle, &infer::PredictorOptions::default())?;
     let eval_opts = infer::eval::EvalOptions {
         split: infer::eval::Split::Valid { fraction: VALID_FRACTION, seed: SPLIT_SEED },
         ..Default::default()

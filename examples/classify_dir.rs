@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use infer::{Predictor, PredictorOptions};
+use infer::{Classifier, PredictorOptions};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Tensor buffers reused between batches instead of faulted in again (docs/PERFORMANCE.md).
@@ -17,7 +17,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         (Some(r), Some(d)) => (PathBuf::from(r), PathBuf::from(d)),
         _ => return Err("usage: classify_dir RUN_DIR DIR".into()),
     };
-    let predictor = Predictor::load(&run_dir, &PredictorOptions { top_k: 3, ..Default::default() })?;
+    let predictor = Classifier::load(&run_dir, &PredictorOptions { top_k: 3, ..Default::default() })?;
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)?
         .flatten()
         .map(|e| e.path())

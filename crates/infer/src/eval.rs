@@ -4,8 +4,8 @@
 //!
 //! ```no_run
 //! use infer::eval::{evaluate, EvalOptions, Split};
-//! use infer::{Predictor, PredictorOptions};
-//! let predictor = Predictor::load("runs/default-20261122-193204".as_ref(), &PredictorOptions::default())?;
+//! use infer::{Classifier, PredictorOptions};
+//! let predictor = Classifier::load("runs/default-20261122-193204".as_ref(), &PredictorOptions::default())?;
 //! // The trainer's validation signers, as the model card records them.
 //! let split = Split::from_card(predictor.card(), true)?;
 //! let report = evaluate(&predictor, "/data/asl-signs".as_ref(), &EvalOptions { split, ..Default::default() })?;
@@ -29,7 +29,7 @@ use serde::Serialize;
 
 use bundle::{ModelCard, TrainingSplit};
 
-use crate::{InferError, Predictor, Result};
+use crate::{Classifier, InferError, Predictor, Result};
 
 /// Which sequences of the dataset to evaluate.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -675,7 +675,7 @@ pub(crate) fn check_bad_files(
 /// Evaluate `predictor` on the dataset at `data_dir` (ISLR or npy layout). Dataset labels are
 /// matched to the model's by name; a selected sequence whose sign the model does not know is an
 /// error that lists those signs.
-pub fn evaluate(predictor: &Predictor, data_dir: &Path, opts: &EvalOptions) -> Result<EvalReport> {
+pub fn evaluate(predictor: &Classifier, data_dir: &Path, opts: &EvalOptions) -> Result<EvalReport> {
     let start = Instant::now();
     let index = data::index::open(data_dir).map_err(InferError::Data)?;
     let positions = selected(&index, data_dir, opts)?;

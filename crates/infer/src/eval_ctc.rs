@@ -5,8 +5,8 @@
 //!
 //! ```no_run
 //! use infer::eval::{EvalOptions, Split};
-//! use infer::{Predictor, PredictorOptions};
-//! let predictor = Predictor::load("runs/ctc-20261124-180000".as_ref(), &PredictorOptions::default())?;
+//! use infer::{PredictorOptions, Transcriber};
+//! let predictor = Transcriber::load("runs/ctc-20261124-180000".as_ref(), &PredictorOptions::default())?;
 //! let split = Split::from_card(predictor.card(), true)?;
 //! let report = infer::eval_ctc::evaluate(&predictor, "/data/sentences".as_ref(), &EvalOptions { split, ..Default::default() })?;
 //! print!("{}", report.render());
@@ -22,7 +22,7 @@ use models::decode::{CtcTally, Decoder, ErrorCounts, Scores};
 use serde::Serialize;
 
 use crate::eval::{self, EvalOptions, SkippedFile, Split};
-use crate::{InferError, Predictor, Result};
+use crate::{InferError, Result, Transcriber};
 
 /// One evaluated sequence.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -158,10 +158,10 @@ impl CtcEvalReport {
 /// Evaluate the CTC model of `predictor` on the continuous dataset at `data_dir`. Dataset
 /// tokens are matched to the model's by name; a selected sequence with a token the model does
 /// not know is an error that lists those tokens.
-pub fn evaluate(predictor: &Predictor, data_dir: &Path, opts: &EvalOptions) -> Result<CtcEvalReport> {
+pub fn evaluate(predictor: &Transcriber, data_dir: &Path, opts: &EvalOptions) -> Result<CtcEvalReport> {
     let start = Instant::now();
     let ctc = predictor.ctc_card()?.clone();
-    let decoder = predictor.decoder()?;
+    let decoder = predictor.decoder();
     let index = data::index::open(data_dir).map_err(InferError::Data)?;
     if index.continuous.is_none() {
         return Err(InferError::Eval(format!(

@@ -2,28 +2,36 @@
 //!
 //! Load a model exported by the trainer (`<run>/model/`, format in the `bundle` crate) and
 //! recognize signs:
-//! - [`Predictor`]: `predict` one sequence, `predict_batch` many, from raw landmarks (through the
-//!   same preprocessing code as training: no train/serve skew) or from already prepared windows;
-//!   for continuous-recognition (CTC) models, `transcribe` them into token sequences with each
-//!   token's frames and confidence ([`transcribe`]);
+//! - [`Predictor`]: a loaded model of either task, with what every model has (its card, reading
+//!   and preparing inputs through the same preprocessing code as training: no train/serve skew);
+//!   [`Predictor::into_task`] gives it typed by its task:
+//!   - [`Classifier`] ([`classify`]): `predict` one sequence, `predict_batch` many, from raw
+//!     landmarks or from already prepared windows;
+//!   - [`Transcriber`] ([`transcribe`]): a continuous-recognition (CTC) model; `transcribe`
+//!     sequences into token sequences with each token's frames and confidence;
 //! - [`stream::StreamingRecognizer`]: push live frames, get sign events ([`live`]: frames as
 //!   JSON lines from any front end);
 //! - [`eval::evaluate`]: accuracy, per-class and per-signer figures, confusion matrix and
 //!   calibration of a model on a labelled dataset.
 //!
 //! ```no_run
-//! use infer::{Predictor, PredictorOptions};
+//! use infer::{Loaded, Predictor, PredictorOptions};
 //! let predictor = Predictor::load("runs/default-20261122-193204".as_ref(), &PredictorOptions::default())?;
 //! let sample = predictor.read_file("clip.parquet".as_ref())?;
-//! let prediction = predictor.predict(&sample)?;
-//! println!("{} ({:.2})", prediction.top[0].label, prediction.top[0].probability);
+//! match predictor.into_task() {
+//!     Loaded::Classifier(c) => println!("{}", c.predict(&sample)?.best().label),
+//!     Loaded::Transcriber(t) => println!("{}", t.transcribe(&sample)?.text),
+//! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! `Predictor` is `Send + Sync`: share one behind an `Arc` across threads; calls run
+//! Knowing the task, load it directly: `Classifier::load(dir, &opts)?` (an error for a CTC model).
+//!
+//! `Predictor`, `Classifier` and `Transcriber` are `Send + Sync`: share one behind an `Arc` across threads; calls run
 //! concurrently (the model is immutable; each call builds its own tensors).
 #![warn(missing_docs)]
 
+pub mod classify;
 pub mod compute;
 pub mod eval;
 pub mod eval_ctc;
@@ -44,13 +52,14 @@ use serde::Serialize;
 // The types of other SignFlow crates that this crate's signatures use, so an embedder needs
 // no other SignFlow crate to call it.
 pub use bundle::{ModelCard, TrainingSplit};
+pub use classify::{Classifier, Prediction, Ranked};
 pub use compute::Compute;
 pub use data::preprocess::Preprocessor;
 pub use data::tokens::WordList;
 pub use data::{Prepared, Sample};
 pub use device::{Choose, DeviceSpec, Precision, PrecisionSetting, SelectionPolicy};
 pub use stream::{SignEvent, StreamConfig, StreamingRecognizer};
-pub use transcribe::{TokenSpan, Transcript};
+pub use transcribe::{TokenSpan, Transcriber, Transcript};
 
 /// The inference backend (the run-time dispatch backend, no autodiff).
 pub type Backend = device::Backend;
@@ -142,32 +151,48 @@ impl Default for PredictorOptions {
     }
 }
 
-/// One ranked class.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Ranked {
-    /// Class name.
-    pub label: String,
-    /// Class index (model output).
-    pub index: usize,
-    /// Softmax probability.
-    pub probability: f32,
-}
+/// A loaded model of either task as a shared handle takes it (the streaming recognizer):
+/// [`Predictor`], [`Classifier`] or [`Transcriber`], behind `Arc<dyn Model>`.
+pub trait Model: AsRef<Predictor> + std::fmt::Debug + Send + Sync {}
 
-/// The top-k classes of one input, most probable first.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Prediction {
-    /// Classes, most probable first.
-    pub top: Vec<Ranked>,
-}
+impl<T: AsRef<Predictor> + std::fmt::Debug + Send + Sync> Model for T {}
 
-impl Prediction {
-    /// The most probable class.
-    pub fn best(&self) -> &Ranked {
-        &self.top[0]
+impl AsRef<Predictor> for Predictor {
+    fn as_ref(&self) -> &Predictor {
+        self
     }
 }
 
-/// A trained model on a device, ready to classify sequences.
+/// A loaded model, typed by its task ([`Predictor::into_task`]).
+#[derive(Debug)]
+pub enum Loaded {
+    /// A classification model.
+    Classifier(Classifier),
+    /// A continuous-recognition (CTC) model.
+    Transcriber(Transcriber),
+}
+
+impl Loaded {
+    /// What every model has (card, preprocessing, device).
+    pub fn predictor(&self) -> &Predictor {
+        match self {
+            Loaded::Classifier(c) => c,
+            Loaded::Transcriber(t) => t,
+        }
+    }
+
+    /// The predictor, for what takes a model of either task (the streaming recognizer,
+    /// [`measure`]).
+    pub fn into_predictor(self) -> Predictor {
+        match self {
+            Loaded::Classifier(c) => c.into_predictor(),
+            Loaded::Transcriber(t) => t.into_predictor(),
+        }
+    }
+}
+
+/// A trained model of either task on a device: what every model has. Its outputs come from
+/// [`Classifier`] or [`Transcriber`] ([`Predictor::into_task`]).
 #[derive(Debug)]
 pub struct Predictor {
     model: held::HeldModel,
@@ -182,7 +207,7 @@ pub struct Predictor {
     graph: Option<engine::EvalGraph>,
     top_k: usize,
     dir: PathBuf,
-    /// A CTC model's decoder (the card's, or the lexicon given to [`Predictor::with_lexicon`]).
+    /// A CTC model's decoder (the card's, or the lexicon given to [`Transcriber::with_lexicon`]).
     decoder: models::decode::CtcDecoder,
 }
 
@@ -321,8 +346,16 @@ impl Predictor {
     /// discarded: for warm-up and timing.
     fn run_once(&self, prepared: &[Prepared]) -> Result<()> {
         match self.card.task {
-            models::Task::Classification => self.predict_prepared(prepared).map(|_| ()),
-            models::Task::Ctc => self.transcribe_prepared(prepared).map(|_| ()),
+            models::Task::Classification => self.classify(prepared).map(|_| ()),
+            models::Task::Ctc => self.decode(prepared).map(|_| ()),
+        }
+    }
+
+    /// This model typed by its task.
+    pub fn into_task(self) -> Loaded {
+        match self.card.task {
+            models::Task::Classification => Loaded::Classifier(Classifier(self)),
+            models::Task::Ctc => Loaded::Transcriber(Transcriber(self)),
         }
     }
 
@@ -413,23 +446,6 @@ impl Predictor {
         Ok(prepared)
     }
 
-    /// Classify one raw sequence (landmarks or per-frame features).
-    pub fn predict(&self, sample: &Sample) -> Result<Prediction> {
-        Ok(self.predict_batch(std::slice::from_ref(sample))?.remove(0))
-    }
-
-    /// Classify many raw sequences in one batch.
-    pub fn predict_batch(&self, samples: &[Sample]) -> Result<Vec<Prediction>> {
-        let prepared = samples.iter().enumerate().map(|(i, s)| self.prepare(s, i)).collect::<Result<Vec<_>>>()?;
-        self.predict_prepared(&prepared)
-    }
-
-    /// Classify already prepared windows (`window x input_features`, e.g. from
-    /// [`Predictor::prepare`] or your own pipeline).
-    pub fn predict_prepared(&self, prepared: &[Prepared]) -> Result<Vec<Prediction>> {
-        Ok(self.probabilities(prepared)?.iter().map(|p| self.rank(p)).collect())
-    }
-
     /// Read one sequence file (`.parquet` in the ISLR layout, `.npy`, `.npz` or `.pose`, the
     /// latter mapped with the model's preprocessing); errors name the file.
     pub fn read_file(&self, path: &Path) -> Result<Sample> {
@@ -466,31 +482,6 @@ impl Predictor {
         })
     }
 
-    /// Classify files in batches of `batch`: the next batch is read and prepared on worker
-    /// threads while the model runs the current one. `on_result` gets every file in order, with
-    /// its prediction or the error that names it; an error of the model itself ends the call.
-    pub fn predict_files(
-        &self,
-        files: &[PathBuf],
-        batch: usize,
-        mut on_result: impl FnMut(&Path, Result<Prediction>),
-    ) -> Result<()> {
-        self.predict_files_dyn(files, batch, &mut on_result)
-    }
-
-    /// [`Predictor::predict_files`] with the callback behind `dyn`, so that the batching, the
-    /// reader threads and the model run are compiled once, in this crate, not again for each
-    /// caller's closure.
-    #[inline(never)]
-    fn predict_files_dyn(
-        &self,
-        files: &[PathBuf],
-        batch: usize,
-        on_result: &mut dyn FnMut(&Path, Result<Prediction>),
-    ) -> Result<()> {
-        self.map_files(files, batch, |windows| self.predict_prepared(windows), on_result)
-    }
-
     /// Run `model` over `files` in batches of `batch`, reading and preparing the next batch on
     /// worker threads meanwhile; `on_result` gets every file in order with its output or the
     /// error that names it. An error of `model` itself ends the call.
@@ -521,32 +512,14 @@ impl Predictor {
         .map(|_| ())
     }
 
-    /// Class probabilities (softmax in f32) per prepared window.
-    pub fn probabilities(&self, prepared: &[Prepared]) -> Result<Vec<Vec<f32>>> {
-        if prepared.is_empty() {
-            return Ok(Vec::new());
-        }
-        let probs = burn::tensor::activation::softmax(self.forward_checked(prepared)?, 1);
-        Ok(self.rows(probs))
-    }
-
-    /// Raw class scores (logits, in f32) per prepared window: for losses and calibration, where
-    /// probabilities that round to 0 in f32 would lose information.
-    pub fn logits(&self, prepared: &[Prepared]) -> Result<Vec<Vec<f32>>> {
-        if prepared.is_empty() {
-            return Ok(Vec::new());
-        }
-        Ok(self.rows(self.forward_checked(prepared)?))
-    }
-
     /// One host read of a `[batch, classes]` tensor, split into rows.
-    fn rows(&self, t: Tensor<Backend, 2>) -> Vec<Vec<f32>> {
+    pub(crate) fn rows(&self, t: Tensor<Backend, 2>) -> Vec<Vec<f32>> {
         let values: Vec<f32> = t.into_data().iter::<f32>().collect();
         values.chunks(self.card.labels.len()).map(<[f32]>::to_vec).collect()
     }
 
     /// Validate `prepared` (non-empty) and run the model: logits `[batch, classes]` in f32.
-    fn forward_checked(&self, prepared: &[Prepared]) -> Result<Tensor<Backend, 2>> {
+    pub(crate) fn forward_checked(&self, prepared: &[Prepared]) -> Result<Tensor<Backend, 2>> {
         if self.card.task != models::Task::Classification {
             return Err(InferError::Unsupported(format!(
                 "{} is a continuous-recognition (CTC) model: it outputs token sequences, use `transcribe` (CLI: `infer predict` prints them)",
@@ -563,7 +536,7 @@ impl Predictor {
     }
 
     /// Check `prepared` and run the eval graph on it (`run(inputs, valid frames, window)`).
-    fn run_graph(
+    pub(crate) fn run_graph(
         &self,
         prepared: &[Prepared],
         run: impl FnOnce(&[f32], &[usize], usize) -> std::result::Result<Vec<f32>, engine::EngineError>,
@@ -576,7 +549,10 @@ impl Predictor {
 
     /// Check `prepared` against the model and put it on the device: inputs `[batch, window,
     /// features]` and the padding mask `[batch, window]`.
-    fn input_tensors(&self, prepared: &[Prepared]) -> Result<(Tensor<Backend, 3>, Tensor<Backend, 2, Bool>)> {
+    pub(crate) fn input_tensors(
+        &self,
+        prepared: &[Prepared],
+    ) -> Result<(Tensor<Backend, 3>, Tensor<Backend, 2, Bool>)> {
         self.check_prepared(prepared)?;
         let (w, f) = (self.window(), self.card.input_features);
         let b = prepared.len();
@@ -621,18 +597,6 @@ impl Predictor {
             }
         }
         Ok(())
-    }
-
-    fn rank(&self, probs: &[f32]) -> Prediction {
-        let mut order: Vec<usize> = (0..probs.len()).collect();
-        order.sort_by(|&a, &b| probs[b].total_cmp(&probs[a]).then(a.cmp(&b)));
-        Prediction {
-            top: order
-                .into_iter()
-                .take(self.top_k)
-                .map(|i| Ranked { label: self.card.labels[i].clone(), index: i, probability: probs[i] })
-                .collect(),
-        }
     }
 }
 
@@ -720,7 +684,7 @@ pub struct LatencyStats {
     pub parameter_bytes: usize,
 }
 
-/// Time `runs` calls of `predict_prepared` (`transcribe_prepared` for CTC models) on `batch` copies of `window` (after 3 warm-ups).
+/// Time `runs` calls of the model's whole output (`predict_prepared`, or `transcribe_prepared` for CTC models) on `batch` copies of `window` (after 3 warm-ups).
 pub fn measure(predictor: &Predictor, window: &Prepared, batch: usize, runs: usize) -> Result<LatencyStats> {
     let inputs = vec![window.clone(); batch];
     for _ in 0..3 {
@@ -753,7 +717,9 @@ mod tests {
     fn assert_send_sync<T: Send + Sync>() {}
 
     #[test]
-    fn predictor_is_send_and_sync() {
+    fn predictors_are_send_and_sync() {
         assert_send_sync::<super::Predictor>();
+        assert_send_sync::<super::Classifier>();
+        assert_send_sync::<super::Transcriber>();
     }
 }

@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use data::index::Format;
 use device::{DeviceSpec, PrecisionSetting};
 use infer::eval::{EvalOptions, Split};
-use infer::{Compute, Predictor, PredictorOptions, StreamConfig, StreamingRecognizer};
+use infer::{Compute, Loaded, Predictor, PredictorOptions, StreamConfig, StreamingRecognizer};
 
 #[derive(Parser)]
 #[command(name = "infer", version, about = "Classify sign-language landmark sequences with a trained SignFlow model")]
@@ -279,8 +279,9 @@ fn main() -> ExitCode {
     }
 }
 
-/// The predictor of `--model` computing as `--precision` (an [`infer::Compute`]) says.
-fn load(m: &ModelArgs, compute: Compute, top_k: usize) -> Result<Predictor> {
+/// The model of `--model` computing as `--precision` (an [`infer::Compute`]) says, typed by its
+/// task, with the lexicon of `--lexicon` / `--no-lexicon` (CTC models only).
+fn load(m: &ModelArgs, compute: Compute, top_k: usize) -> Result<Loaded> {
     let policy = device::SelectionPolicy { allow_software_wgpu: m.allow_software_wgpu, ..Default::default() };
     let opts = PredictorOptions {
         device: m.device,
@@ -291,16 +292,22 @@ fn load(m: &ModelArgs, compute: Compute, top_k: usize) -> Result<Predictor> {
         policy,
         ..Default::default()
     };
-    let mut predictor = Predictor::load(&m.model, &opts)?;
-    if let Some(path) = &m.lexicon {
-        predictor = predictor.with_lexicon(Some(&data::tokens::WordList::read(path)?))?;
-    } else if m.no_lexicon {
-        predictor = predictor.with_lexicon(None)?;
-    }
+    let predictor = Predictor::load(&m.model, &opts)?;
     if m.choose == device::Choose::Fastest {
         eprintln!("device: {} ({})", predictor.device_name(), predictor.device_reason());
     }
-    Ok(predictor)
+    let relexicon = m.lexicon.is_some() || m.no_lexicon;
+    Ok(match predictor.into_task() {
+        Loaded::Transcriber(t) if relexicon => {
+            let words = m.lexicon.as_deref().map(data::tokens::WordList::read).transpose()?;
+            Loaded::Transcriber(t.with_lexicon(words.as_ref())?)
+        }
+        Loaded::Classifier(c) if relexicon => bail!(
+            "{} is a sign classifier: --lexicon and --no-lexicon apply to continuous-recognition (CTC) models",
+            c.model_dir().display()
+        ),
+        loaded => loaded,
+    })
 }
 
 fn collect_inputs(input: &Path) -> Result<Vec<PathBuf>> {
@@ -335,7 +342,7 @@ fn collect_inputs(input: &Path) -> Result<Vec<PathBuf>> {
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Predict { model, input, top_k, precision, batch, json } => {
-            let predictor = load(&model, precision, top_k)?;
+            let loaded = load(&model, precision, top_k)?;
             let files = collect_inputs(&input)?;
             let bar = if files.len() > batch && !json {
                 indicatif::ProgressBar::new(files.len() as u64)
@@ -360,8 +367,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }
                 bar.inc(1);
             };
-            match predictor.card().task {
-                models::Task::Classification => predictor.predict_files(&files, batch, |f, result| {
+            match loaded {
+                Loaded::Classifier(c) => c.predict_files(&files, batch, |f, result| {
                     show(
                         f,
                         result.map(|p| {
@@ -371,7 +378,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                         }),
                     )
                 })?,
-                models::Task::Ctc => predictor.transcribe_files(&files, batch, |f, result| {
+                Loaded::Transcriber(t) => t.transcribe_files(&files, batch, |f, result| {
                     show(
                         f,
                         result.map(|t| {
@@ -405,7 +412,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             precision,
             json,
         } => {
-            let predictor = Arc::new(load(&model, precision, 5)?);
+            let predictor = Arc::new(load(&model, precision, 5)?.into_predictor());
             let cfg = StreamConfig {
                 hop,
                 threshold,
@@ -518,17 +525,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 // Before the evaluation, not after it: a refused --out costs no time.
                 infer::eval::check_report_dir(dir)?;
             }
-            let predictor = load(&model, precision, top_k)?;
-            let split = resolve_split(split, predictor.card(), valid_fraction, split_seed)?;
+            let loaded = load(&model, precision, top_k)?;
+            let split = resolve_split(split, loaded.predictor().card(), valid_fraction, split_seed)?;
             let opts = EvalOptions { split, batch, top_k, max_bad_fraction, progress: !json };
-            let (pretty, rendered, written) = match predictor.card().task {
-                models::Task::Classification => {
-                    let report = infer::eval::evaluate(&predictor, &data, &opts)?;
+            let (pretty, rendered, written) = match &loaded {
+                Loaded::Classifier(c) => {
+                    let report = infer::eval::evaluate(c, &data, &opts)?;
                     let written = out.as_deref().map(|dir| report.write_dir(dir)).transpose()?;
                     (serde_json::to_string_pretty(&report)?, report.render(), written)
                 }
-                models::Task::Ctc => {
-                    let report = infer::eval_ctc::evaluate(&predictor, &data, &opts)?;
+                Loaded::Transcriber(t) => {
+                    let report = infer::eval_ctc::evaluate(t, &data, &opts)?;
                     let written = out.as_deref().map(|dir| report.write_dir(dir)).transpose()?;
                     (serde_json::to_string_pretty(&report)?, report.render(), written)
                 }
@@ -574,7 +581,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if std::fs::symlink_metadata(&out).is_ok() {
                 bail!("{}: exists; infer does not overwrite files: remove it or choose another --out", out.display());
             }
-            let predictor = load(&model, Compute::Float(PrecisionSetting::F32), 1)?;
+            let Loaded::Classifier(predictor) = load(&model, Compute::Float(PrecisionSetting::F32), 1)? else {
+                bail!(
+                    "{}: a continuous-recognition (CTC) model; `infer logits` writes a classifier's logits",
+                    model.model.display()
+                )
+            };
             let arrays = data::npy::read_npz_arrays(&input)?;
             let get = |name: &str| arrays.iter().find(|(n, _)| n == name).map(|(_, a)| a);
             let Some(x) = get("x") else { bail!("{}: no array `x` in the archive", input.display()) };
@@ -603,7 +615,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Bench { model, batch, precision, runs, json } => {
             let mut rows = Vec::new();
             for p in precision {
-                let predictor = load(&model, p, 5)?;
+                let predictor = load(&model, p, 5)?.into_predictor();
                 let (w, f) = (predictor.window(), predictor.card().input_features);
                 // Timing does not depend on the values; a fixed pseudo-random window.
                 let mut x = 0x9E37_79B9u32;

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use data::{LandmarkSequence, Sample};
 use serde::Serialize;
 
-use crate::{InferError, Predictor, Result};
+use crate::{InferError, Model, Predictor, Result};
 
 /// How the streaming recognizer evaluates and reports.
 #[derive(Debug, Clone, PartialEq)]
@@ -97,11 +97,11 @@ struct Run {
     confidence: f32,
 }
 
-/// See the module docs. Owns an `Arc<Predictor>`, so many recognizers (one per camera) can share
-/// one loaded model.
+/// See the module docs. Owns an `Arc` of the model ([`Predictor`], [`crate::Classifier`] or
+/// [`crate::Transcriber`]), so many recognizers (one per camera) can share one loaded model.
 #[derive(Debug)]
 pub struct StreamingRecognizer {
-    predictor: Arc<Predictor>,
+    model: Arc<dyn Model>,
     cfg: StreamConfig,
     window: usize,
     points: Option<usize>,
@@ -123,8 +123,9 @@ pub struct StreamingRecognizer {
 }
 
 impl StreamingRecognizer {
-    /// A recognizer over `predictor` (checks `cfg` against the model).
-    pub fn new(predictor: Arc<Predictor>, cfg: StreamConfig) -> Result<Self> {
+    /// A recognizer over `model` (checks `cfg` against the model).
+    pub fn new(model: Arc<dyn Model>, cfg: StreamConfig) -> Result<Self> {
+        let predictor = (*model).as_ref();
         if cfg.hop == 0
             || cfg.smoothing == 0
             || cfg.min_hops == 0
@@ -148,7 +149,7 @@ impl StreamingRecognizer {
             w => w,
         };
         Ok(Self {
-            predictor,
+            model,
             cfg,
             window: window.max(2),
             points: None,
@@ -276,7 +277,7 @@ impl StreamingRecognizer {
 
     /// The window as the model's input; `None` when nothing in it is visible.
     fn prepare_window(&self, seq: LandmarkSequence) -> Result<Option<data::Prepared>> {
-        match self.predictor.prepare(&Sample::Landmarks(seq), self.pushed) {
+        match self.model().prepare(&Sample::Landmarks(seq), self.pushed) {
             Ok(p) => Ok(Some(p)),
             // Nothing visible in the window (e.g. both hands out of view).
             Err(InferError::Input { message, .. }) if message.contains("no frame") || message.contains("empty") => {
@@ -295,15 +296,12 @@ impl StreamingRecognizer {
         let seq = self.window_sequence();
         // Preprocessing may drop frames without a kept landmark: the frame number of each row
         // of the model's input.
-        let keep = self
-            .predictor
-            .preprocessor()
-            .kept_frames(&seq, std::path::Path::new("stream"))
-            .map_err(InferError::Data)?;
+        let keep =
+            self.model().preprocessor().kept_frames(&seq, std::path::Path::new("stream")).map_err(InferError::Data)?;
         let kept: Vec<i64> = self.frames.iter().zip(&keep).filter(|(_, &k)| k).map(|(f, _)| f.0).collect();
         let Some(prepared) = self.prepare_window(seq)? else { return Ok(Vec::new()) };
-        let (log_probs, valid) = self.predictor.frame_log_probs(std::slice::from_ref(&prepared))?.remove(0);
-        let transcript = self.predictor.decode_frames(&log_probs, valid)?;
+        let (log_probs, valid) = self.model().ctc_frame_log_probs(std::slice::from_ref(&prepared))?.remove(0);
+        let transcript = self.model().decode_frames(&log_probs, valid)?;
         let newest = self.frames.back().map_or(0, |f| f.0);
         let frame_of = |row: usize| kept.get(row).copied().unwrap_or(newest);
         let mut events = Vec::new();
@@ -329,18 +327,23 @@ impl StreamingRecognizer {
         Ok(events)
     }
 
+    /// The model's predictor.
+    fn model(&self) -> &Predictor {
+        (*self.model).as_ref()
+    }
+
     fn evaluate(&mut self) -> Result<Vec<SignEvent>> {
         let Some(prepared) = self.prepare_window(self.window_sequence())? else {
             return Ok(self.close_run().into_iter().collect());
         };
-        let probs = self.predictor.probabilities(std::slice::from_ref(&prepared))?.remove(0);
+        let probs = self.model().class_probabilities(std::slice::from_ref(&prepared))?.remove(0);
         self.segment_evals += 1;
         self.since_eval = 0;
         self.history.push_back(probs);
         while self.history.len() > self.cfg.smoothing {
             self.history.pop_front();
         }
-        let classes = self.predictor.labels().len();
+        let classes = self.model().labels().len();
         let mut smooth = vec![0f32; classes];
         for h in &self.history {
             for (s, p) in smooth.iter_mut().zip(h) {
@@ -377,7 +380,7 @@ impl StreamingRecognizer {
     fn close_run_with(&mut self, min_hops: usize) -> Option<SignEvent> {
         let r = self.run.take()?;
         (r.hops >= min_hops).then(|| SignEvent {
-            label: self.predictor.labels()[r.index].clone(),
+            label: self.model().labels()[r.index].clone(),
             index: r.index,
             confidence: r.confidence,
             start_frame: r.start,

@@ -1,7 +1,11 @@
 //! Continuous recognition: a CTC model's per-frame token scores decoded into token sequences.
 //!
+//! A [`Transcriber`] is a [`Predictor`] whose model is a CTC model (the card's task is `ctc`); it
+//! dereferences to the predictor for what every model has. A classifier is a
+//! [`crate::Classifier`]; asking one type for the other's output does not compile.
+//!
 //! The decoder is the one in the model card (`[ctc] decoder`, `beam_width` and lexicon of
-//! training; [`Predictor::with_lexicon`] replaces the lexicon): greedy, or prefix beam search
+//! training; [`Transcriber::with_lexicon`] replaces the lexicon): greedy, or prefix beam search
 //! with its labelling placed on the frames by the most probable alignment
 //! ([`models::decode::align`]). Every token comes with the frames it occupies and its
 //! mean probability there.
@@ -12,10 +16,10 @@
 //! are in the frame numbers pushed.
 //!
 //! ```no_run
-//! use infer::{Predictor, PredictorOptions};
-//! let predictor = Predictor::load("runs/ctc-20261124-180000".as_ref(), &PredictorOptions::default())?;
-//! let sample = predictor.read_file("sentence.npy".as_ref())?;
-//! let transcript = predictor.transcribe(&sample)?;
+//! use infer::{PredictorOptions, Transcriber};
+//! let transcriber = Transcriber::load("runs/ctc-20261124-180000".as_ref(), &PredictorOptions::default())?;
+//! let sample = transcriber.read_file("sentence.npy".as_ref())?;
+//! let transcript = transcriber.transcribe(&sample)?;
 //! println!("{}", transcript.text);
 //! for t in &transcript.tokens {
 //!     println!("{} frames {}-{} ({:.2})", t.label, t.start, t.end, t.confidence);
@@ -23,6 +27,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -33,7 +38,7 @@ use data::{Prepared, Sample};
 use models::decode::CtcDecoder;
 use serde::Serialize;
 
-use crate::{InferError, Predictor, Result};
+use crate::{InferError, Predictor, PredictorOptions, Result};
 
 /// One decoded token.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -66,20 +71,127 @@ impl Transcript {
     }
 }
 
-impl Predictor {
-    /// The CTC section of the card; an error for a classification model.
-    pub(crate) fn ctc_card(&self) -> Result<&CtcCard> {
-        self.card.ctc.as_ref().ok_or_else(|| {
-            InferError::Unsupported(format!(
-                "{} is a sign classifier: it outputs one class per sequence, use `predict`",
-                self.dir.display()
-            ))
-        })
+/// A continuous-recognition (CTC) model on a device: see the module docs. `Send + Sync`, like
+/// [`Predictor`].
+#[derive(Debug)]
+pub struct Transcriber(pub(crate) Predictor);
+
+impl Transcriber {
+    /// Load `run_dir` (or its `model/` directory); an error naming it when its model is not a
+    /// CTC model.
+    pub fn load(run_dir: &Path, opts: &PredictorOptions) -> Result<Self> {
+        Self::try_from(Predictor::load(run_dir, opts)?)
+    }
+
+    /// The predictor, for what takes any model (the streaming recognizer, [`crate::measure`]).
+    pub fn into_predictor(self) -> Predictor {
+        self.0
     }
 
     /// Per-frame log-probabilities (log-softmax over classes, f32) of each prepared window,
     /// `[window, classes]` row-major, with the window's valid frames.
     pub fn frame_log_probs(&self, prepared: &[Prepared]) -> Result<Vec<(Vec<f32>, usize)>> {
+        self.0.ctc_frame_log_probs(prepared)
+    }
+
+    /// The CTC decoder transcripts use: the card's decoder and beam width, with the card's
+    /// lexicon or the one given to [`Transcriber::with_lexicon`].
+    pub fn decoder(&self) -> &CtcDecoder {
+        &self.0.decoder
+    }
+
+    /// This transcriber with beam search constrained to transcripts made of `words`
+    /// (whitespace-separated words spelled in the model's tokens; see [`models::lexicon`])
+    /// instead of the card's lexicon; `None` decodes without a lexicon. Chosen when the
+    /// transcriber is made, before it is shared (it takes it by value). An error for a word the
+    /// model cannot spell (naming the word and its line).
+    pub fn with_lexicon(mut self, words: Option<&WordList>) -> Result<Self> {
+        let unit = self.0.ctc_card()?.unit;
+        let lexicon = words
+            .map(|w| bundle::build_lexicon(w, unit, self.labels()))
+            .transpose()
+            .map_err(InferError::Unsupported)?;
+        self.0.decoder.lexicon = lexicon.map(Arc::new);
+        Ok(self)
+    }
+
+    /// Decode already prepared windows (see [`Predictor::prepare`]).
+    pub fn transcribe_prepared(&self, prepared: &[Prepared]) -> Result<Vec<Transcript>> {
+        self.0.decode(prepared)
+    }
+
+    /// Decode one raw sequence (landmarks or per-frame features) into tokens.
+    pub fn transcribe(&self, sample: &Sample) -> Result<Transcript> {
+        Ok(self.transcribe_batch(std::slice::from_ref(sample))?.remove(0))
+    }
+
+    /// Decode many raw sequences in one batch.
+    pub fn transcribe_batch(&self, samples: &[Sample]) -> Result<Vec<Transcript>> {
+        let prepared = samples.iter().enumerate().map(|(i, s)| self.prepare(s, i)).collect::<Result<Vec<_>>>()?;
+        self.transcribe_prepared(&prepared)
+    }
+
+    /// Decode files in batches of `batch`, reading the next batch while the model runs (as
+    /// [`crate::Classifier::predict_files`]); `on_result` gets every file in order.
+    pub fn transcribe_files(
+        &self,
+        files: &[PathBuf],
+        batch: usize,
+        mut on_result: impl FnMut(&Path, Result<Transcript>),
+    ) -> Result<()> {
+        self.transcribe_files_dyn(files, batch, &mut on_result)
+    }
+
+    /// [`Transcriber::transcribe_files`] with the callback behind `dyn` (compiled once, here; see
+    /// [`crate::Classifier::predict_files`]).
+    #[inline(never)]
+    fn transcribe_files_dyn(
+        &self,
+        files: &[PathBuf],
+        batch: usize,
+        on_result: &mut dyn FnMut(&Path, Result<Transcript>),
+    ) -> Result<()> {
+        self.0.map_files(files, batch, |windows| self.0.decode(windows), on_result)
+    }
+}
+
+impl TryFrom<Predictor> for Transcriber {
+    type Error = InferError;
+
+    /// The predictor as a transcriber; an error naming its directory when it is a classifier.
+    fn try_from(predictor: Predictor) -> Result<Self> {
+        predictor.ctc_card()?;
+        Ok(Self(predictor))
+    }
+}
+
+impl AsRef<Predictor> for Transcriber {
+    fn as_ref(&self) -> &Predictor {
+        &self.0
+    }
+}
+
+impl Deref for Transcriber {
+    type Target = Predictor;
+
+    fn deref(&self) -> &Predictor {
+        &self.0
+    }
+}
+
+impl Predictor {
+    /// The CTC section of the card; an error for a classification model.
+    pub(crate) fn ctc_card(&self) -> Result<&CtcCard> {
+        self.card.ctc.as_ref().ok_or_else(|| {
+            InferError::Unsupported(format!(
+                "{} is a sign classifier: it outputs one class per sequence; load it as a `Classifier` (CLI: `infer predict` prints its classes)",
+                self.dir.display()
+            ))
+        })
+    }
+
+    /// Per-frame log-probabilities of a CTC model (see [`Transcriber::frame_log_probs`]).
+    pub(crate) fn ctc_frame_log_probs(&self, prepared: &[Prepared]) -> Result<Vec<(Vec<f32>, usize)>> {
         self.ctc_card()?;
         if prepared.is_empty() {
             return Ok(Vec::new());
@@ -97,29 +209,7 @@ impl Predictor {
         Ok(prepared.iter().enumerate().map(|(i, p)| (all[i * per..(i + 1) * per].to_vec(), p.valid)).collect())
     }
 
-    /// The CTC decoder transcripts use: the card's decoder and beam width, with the card's
-    /// lexicon or the one given to [`Predictor::with_lexicon`].
-    pub fn decoder(&self) -> Result<&CtcDecoder> {
-        self.ctc_card()?;
-        Ok(&self.decoder)
-    }
-
-    /// This predictor with beam search constrained to transcripts made of `words`
-    /// (whitespace-separated words spelled in the model's tokens; see [`models::lexicon`])
-    /// instead of the card's lexicon; `None` decodes without a lexicon. Chosen when the
-    /// predictor is made, before it is shared (it takes the predictor by value). An error for a
-    /// classification model or a word the model cannot spell (naming the word and its line).
-    pub fn with_lexicon(mut self, words: Option<&WordList>) -> Result<Self> {
-        let unit = self.ctc_card()?.unit;
-        let lexicon = words
-            .map(|w| bundle::build_lexicon(w, unit, &self.card.labels))
-            .transpose()
-            .map_err(InferError::Unsupported)?;
-        self.decoder.lexicon = lexicon.map(Arc::new);
-        Ok(self)
-    }
-
-    /// Decode one window's log-probabilities with [`Predictor::decoder`].
+    /// Decode one window's log-probabilities with the predictor's decoder.
     pub(crate) fn decode_frames(&self, log_probs: &[f32], valid: usize) -> Result<Transcript> {
         let ctc = self.ctc_card()?;
         let labels = &self.card.labels;
@@ -139,43 +229,8 @@ impl Predictor {
         })
     }
 
-    /// Decode already prepared windows (see [`Predictor::prepare`]).
-    pub fn transcribe_prepared(&self, prepared: &[Prepared]) -> Result<Vec<Transcript>> {
-        self.frame_log_probs(prepared)?.iter().map(|(lp, valid)| self.decode_frames(lp, *valid)).collect()
-    }
-
-    /// Decode one raw sequence (landmarks or per-frame features) into tokens.
-    pub fn transcribe(&self, sample: &Sample) -> Result<Transcript> {
-        Ok(self.transcribe_batch(std::slice::from_ref(sample))?.remove(0))
-    }
-
-    /// Decode many raw sequences in one batch.
-    pub fn transcribe_batch(&self, samples: &[Sample]) -> Result<Vec<Transcript>> {
-        let prepared = samples.iter().enumerate().map(|(i, s)| self.prepare(s, i)).collect::<Result<Vec<_>>>()?;
-        self.transcribe_prepared(&prepared)
-    }
-
-    /// Decode files in batches of `batch`, reading the next batch while the model runs (as
-    /// [`Predictor::predict_files`]); `on_result` gets every file in order.
-    pub fn transcribe_files(
-        &self,
-        files: &[PathBuf],
-        batch: usize,
-        mut on_result: impl FnMut(&Path, Result<Transcript>),
-    ) -> Result<()> {
-        self.transcribe_files_dyn(files, batch, &mut on_result)
-    }
-
-    /// [`Predictor::transcribe_files`] with the callback behind `dyn` (compiled once, here; see
-    /// [`Predictor::predict_files`]).
-    #[inline(never)]
-    fn transcribe_files_dyn(
-        &self,
-        files: &[PathBuf],
-        batch: usize,
-        on_result: &mut dyn FnMut(&Path, Result<Transcript>),
-    ) -> Result<()> {
-        self.ctc_card()?;
-        self.map_files(files, batch, |windows| self.transcribe_prepared(windows), on_result)
+    /// Decode prepared windows of a CTC model.
+    pub(crate) fn decode(&self, prepared: &[Prepared]) -> Result<Vec<Transcript>> {
+        self.ctc_frame_log_probs(prepared)?.iter().map(|(lp, valid)| self.decode_frames(lp, *valid)).collect()
     }
 }

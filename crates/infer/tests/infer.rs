@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use data::{LandmarkSequence, Prepared, Sample};
 use device::Precision;
-use infer::{Predictor, PredictorOptions, StreamConfig, StreamingRecognizer};
+use infer::{Classifier, Predictor, PredictorOptions, StreamConfig, StreamingRecognizer, Transcriber};
 use trainer::config::{ConfigBuilder, ExperimentConfig};
 
 struct Trained {
@@ -72,6 +72,16 @@ fn load_predictor(dir: &Path, opts: &PredictorOptions) -> infer::Result<Predicto
     Predictor::load(dir, opts)
 }
 
+/// [`load_predictor`] as a classifier.
+fn load_classifier(dir: &Path, opts: &PredictorOptions) -> infer::Result<Classifier> {
+    load_predictor(dir, opts).and_then(Classifier::try_from)
+}
+
+/// [`load_predictor`] as a transcriber.
+fn load_transcriber(dir: &Path, opts: &PredictorOptions) -> infer::Result<Transcriber> {
+    load_predictor(dir, opts).and_then(Transcriber::try_from)
+}
+
 /// `bundle::load_bundle` in the process's turn (see [`load_predictor`]).
 fn load_model(
     dir: &Path,
@@ -114,7 +124,7 @@ fn validation_files(t: &Trained) -> (Vec<Sample>, Vec<usize>, Vec<usize>) {
 #[test]
 fn predictions_equal_the_trainers_evaluation() {
     let t = trained();
-    let predictor = load_predictor(&t.run_dir, &cpu(None)).unwrap();
+    let predictor = load_classifier(&t.run_dir, &cpu(None)).unwrap();
     let (samples, labels, valid) = validation_files(t);
     let preds = predictor.predict_batch(&samples).unwrap();
 
@@ -153,9 +163,9 @@ fn predictions_equal_the_trainers_evaluation() {
 fn half_precision_agrees_with_f32() {
     let t = trained();
     let (samples, _, _) = validation_files(t);
-    let f32p = load_predictor(&t.run_dir, &cpu(None)).unwrap().predict_batch(&samples).unwrap();
+    let f32p = load_classifier(&t.run_dir, &cpu(None)).unwrap().predict_batch(&samples).unwrap();
     for p in [Precision::F16, Precision::Bf16] {
-        let predictor = load_predictor(&t.run_dir, &cpu(Some(p))).unwrap();
+        let predictor = load_classifier(&t.run_dir, &cpu(Some(p))).unwrap();
         assert_eq!(predictor.precision(), p);
         let half = predictor.predict_batch(&samples).unwrap();
         let agree = half.iter().zip(&f32p).filter(|(a, b)| a.best().index == b.best().index).count();
@@ -181,9 +191,9 @@ fn half_precision_agrees_with_f32() {
 fn eval_graph_f32_and_int8_agree_with_burn_forward_on_held_out_signers() {
     let t = trained();
     let (samples, labels, _) = validation_files(t);
-    let f32p = load_predictor(&t.run_dir, &cpu(None)).unwrap();
-    let int8 = load_predictor(&t.run_dir, &PredictorOptions { compute: infer::Compute::Int8, ..cpu(None) }).unwrap();
-    let burn = load_predictor(&t.run_dir, &PredictorOptions { eval_graph: false, ..cpu(None) }).unwrap();
+    let f32p = load_classifier(&t.run_dir, &cpu(None)).unwrap();
+    let int8 = load_classifier(&t.run_dir, &PredictorOptions { compute: infer::Compute::Int8, ..cpu(None) }).unwrap();
+    let burn = load_classifier(&t.run_dir, &PredictorOptions { eval_graph: false, ..cpu(None) }).unwrap();
     assert_eq!((f32p.compute_name().as_str(), int8.compute_name().as_str()), ("f32", "int8"));
     let engines = (f32p.engine_name(), int8.engine_name(), burn.engine_name());
     assert_eq!(engines, ("eval graph", "eval graph", "burn"));
@@ -229,7 +239,7 @@ fn frames_of(seq: &LandmarkSequence) -> Vec<Vec<[f32; 3]>> {
 #[test]
 fn streaming_emits_concatenated_signs_in_order() {
     let t = trained();
-    let predictor = Arc::new(load_predictor(&t.run_dir, &cpu(None)).unwrap());
+    let predictor = Arc::new(load_classifier(&t.run_dir, &cpu(None)).unwrap());
     // Three signs by a signer the model never saw, back to back, then the hands drop out of view.
     // The test is about the recognizer joining signs, not about the small model: it uses three
     // signs the model gets right in isolation (confidence >= 0.8 on the whole clip, and streamed
@@ -423,7 +433,7 @@ fn bad_models_and_inputs_are_errors() {
     assert!(e.contains("model.mpk: the weights file is missing"), "{e}");
 
     // Inputs.
-    let p = load_predictor(&t.run_dir, &cpu(None)).unwrap();
+    let p = load_classifier(&t.run_dir, &cpu(None)).unwrap();
     let seq = data::synth::generate_sequence(&t.cfg.synthetic, 1, 0, 0);
     let ok = Sample::Landmarks(seq.clone());
     let few_points = Sample::Landmarks(seq.select(&(0..100).collect::<Vec<_>>()));
@@ -460,7 +470,7 @@ fn bad_models_and_inputs_are_errors() {
 fn evaluation_matches_the_trainers_validation_and_writes_its_files() {
     use infer::eval::{evaluate, EvalOptions, Split};
     let t = trained();
-    let predictor = load_predictor(&t.run_dir, &cpu(None)).unwrap();
+    let predictor = load_classifier(&t.run_dir, &cpu(None)).unwrap();
     let pre = Arc::new(data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap());
     let prepared = trainer::resolve::prepare_data(&t.cfg, &pre, false).unwrap();
     let split = Split::from_card(predictor.card(), true).unwrap();
@@ -565,7 +575,7 @@ fn relabelled_dataset(t: &Trained, dir: &Path, extra_sign: bool, corrupt: bool) 
 fn evaluation_matches_labels_by_name_and_reports_bad_files() {
     use infer::eval::{evaluate, EvalOptions, Split};
     let t = trained();
-    let predictor = load_predictor(&t.run_dir, &cpu(None)).unwrap();
+    let predictor = load_classifier(&t.run_dir, &cpu(None)).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let pre = data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap();
     let root = trainer::resolve::prepare_data(&t.cfg, &pre, false).unwrap().root;
@@ -705,7 +715,7 @@ fn eval_cli_prints_the_summary_and_writes_the_report() {
 #[test]
 fn predict_files_keeps_order_and_names_bad_files() {
     let t = trained();
-    let predictor = load_predictor(&t.run_dir, &cpu(None)).unwrap();
+    let predictor = load_classifier(&t.run_dir, &cpu(None)).unwrap();
     let (samples, _, valid) = validation_files(t);
     let expected: Vec<usize> = predictor.predict_batch(&samples).unwrap().iter().map(|p| p.best().index).collect();
     let pre = data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap();
@@ -765,7 +775,7 @@ impl Rng {
 #[test]
 fn predictor_and_stream_take_random_and_disordered_input_without_panicking() {
     let t = trained();
-    let predictor = Arc::new(load_predictor(&t.run_dir, &cpu(None)).unwrap());
+    let predictor = Arc::new(load_classifier(&t.run_dir, &cpu(None)).unwrap());
     let mut rng = Rng(0x5157_2026);
     let (mut ok, mut refused) = (0, 0);
     for i in 0..300 {
@@ -850,7 +860,7 @@ fn predictor_and_stream_take_random_and_disordered_input_without_panicking() {
 #[test]
 fn a_shared_predictor_under_threads_gives_the_sequential_results() {
     let t = trained();
-    let predictor = Arc::new(load_predictor(&t.run_dir, &cpu(None)).unwrap());
+    let predictor = Arc::new(load_classifier(&t.run_dir, &cpu(None)).unwrap());
     let (samples, _, _) = validation_files(t);
     let samples = Arc::new(samples);
     let sequential: Vec<_> = samples.iter().map(|s| predictor.predict(s).unwrap()).collect();
@@ -990,7 +1000,7 @@ mod slow {
     fn ctc_transcripts_evaluation_and_stream_agree_with_the_trainer() {
         use infer::eval::{EvalOptions, Split};
         let t = trained_ctc();
-        let predictor = Arc::new(load_predictor(&t.run_dir, &cpu(None)).unwrap());
+        let predictor = Arc::new(load_transcriber(&t.run_dir, &cpu(None)).unwrap());
         assert_eq!(predictor.card().task, models::Task::Ctc);
         let pre = Arc::new(data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap());
         let prepared = trainer::resolve::prepare_data(&t.cfg, &pre, false).unwrap();
@@ -1036,13 +1046,15 @@ mod slow {
             assert!(tr.tokens.iter().all(|k| k.end < predictor.window() && k.confidence > 0.0 && k.confidence <= 1.0));
             assert!(tr.tokens.iter().all(|k| k.label == predictor.labels()[k.index] && k.index != 0));
         }
-        // A classifier's call on a CTC model (and the reverse) is an error saying what to call.
-        let sample = predictor.read_file(&files[0]).unwrap();
-        let err = predictor.predict(&sample).unwrap_err().to_string();
-        assert!(err.contains("continuous-recognition (CTC) model") && err.contains("transcribe"), "{err}");
-        let classifier = load_predictor(&trained().run_dir, &cpu(None)).unwrap();
-        let err = classifier.transcribe(&sample).unwrap_err().to_string();
-        assert!(err.contains("sign classifier") && err.contains("predict"), "{err}");
+        // A classifier's calls do not exist on a transcriber (and the reverse): loading a model
+        // as the other task is an error saying which type to load it as.
+        let err = load_classifier(&t.run_dir, &cpu(None)).unwrap_err().to_string();
+        assert!(err.contains("continuous-recognition (CTC) model") && err.contains("`Transcriber`"), "{err}");
+        let err = load_transcriber(&trained().run_dir, &cpu(None)).unwrap_err().to_string();
+        assert!(err.contains("sign classifier") && err.contains("`Classifier`"), "{err}");
+        let by_task = |dir: &Path| load_predictor(dir, &cpu(None)).unwrap().into_task();
+        assert!(matches!(by_task(&t.run_dir), infer::Loaded::Transcriber(_)));
+        assert!(matches!(by_task(&trained().run_dir), infer::Loaded::Classifier(_)));
 
         // A lexicon. Of every gloss: it allows everything, so beam search is unchanged. Without the
         // gloss the model most often gets wrong or outputs: that gloss never comes out, greedy
@@ -1051,7 +1063,7 @@ mod slow {
         let glosses = &predictor.labels()[1..];
         let all_words = dir.path().join("all.txt");
         std::fs::write(&all_words, glosses.join("\n")).unwrap();
-        let constrained = load_predictor(&t.run_dir, &cpu(None))
+        let constrained = load_transcriber(&t.run_dir, &cpu(None))
             .unwrap()
             .with_lexicon(Some(&data::tokens::WordList::read(&all_words).unwrap()))
             .unwrap();
@@ -1084,8 +1096,6 @@ mod slow {
         std::fs::write(&bad_words, "sign_00\nsign_00 no_such_sign\n").unwrap();
         let err = constrained.with_lexicon(Some(&data::tokens::WordList::read(&bad_words).unwrap())).unwrap_err();
         assert!(err.to_string().contains("bad.txt:2: word `no_such_sign`"), "{err}");
-        let err = load_predictor(&trained().run_dir, &cpu(None)).unwrap().with_lexicon(None).unwrap_err();
-        assert!(err.to_string().contains("sign classifier"), "{err}");
 
         // Streaming: tokens come out as they settle, in order, and for sentences the model
         // transcribes exactly (and that fit its window) the stream reports the same signs at the same
@@ -1177,9 +1187,9 @@ mod slow {
         }
         let t = trained();
         let (samples, _, _) = validation_files(t);
-        let on_cpu = load_predictor(&t.run_dir, &cpu(None)).unwrap().predict_batch(&samples).unwrap();
+        let on_cpu = load_classifier(&t.run_dir, &cpu(None)).unwrap().predict_batch(&samples).unwrap();
         let opts = PredictorOptions { device: device::DeviceSpec::Wgpu(None), ..Default::default() };
-        let gpu = load_predictor(&t.run_dir, &opts).unwrap();
+        let gpu = load_classifier(&t.run_dir, &opts).unwrap();
         assert_eq!(gpu.precision(), Precision::F32, "auto on a software adapter is f32");
         let on_gpu = gpu.predict_batch(&samples).unwrap();
         let mut max_dp = 0f32;
@@ -1241,7 +1251,7 @@ mod slow {
         // keeps the quicker, with both figures in the reason: the CPU, for this model.
         let policy = device::SelectionPolicy { allow_software_wgpu: true, ..Default::default() };
         let opts = PredictorOptions { choose: device::Choose::Fastest, policy, ..Default::default() };
-        let fastest = load_predictor(&t.run_dir, &opts).unwrap();
+        let fastest = load_classifier(&t.run_dir, &opts).unwrap();
         eprintln!("fastest: {} ({})", fastest.device_name(), fastest.device_reason());
         assert!(fastest.device_reason().starts_with("fastest of "), "{}", fastest.device_reason());
         assert_eq!(fastest.device_reason().matches(" ms").count(), 2, "{}", fastest.device_reason());

@@ -186,14 +186,14 @@ fn burn_train_learner_trains_a_sign_model_whose_logits_match_signflow_evaluation
     for eval_graph in [false, true] {
         let opts =
             infer::PredictorOptions { device: DeviceSpec::Cpu, eval_graph, warm_up: false, ..Default::default() };
-        let predictor = infer::Predictor::load(&bundle_dir, &opts).unwrap();
+        let predictor = infer::Classifier::load(&bundle_dir, &opts).unwrap();
         let served = predictor.logits(&prepared).unwrap();
         let diff = max_abs_diff(&served, &logits);
         let tol = if eval_graph { 1e-4 } else { 1e-5 };
         assert!(diff < tol, "infer ({}) logits differ from the learner's by {diff}", predictor.engine_name());
     }
     // ... and `infer eval` on the held-out signers' files gives the trainer's figures.
-    let predictor = infer::Predictor::load(
+    let predictor = infer::Classifier::load(
         &bundle_dir,
         &infer::PredictorOptions { device: DeviceSpec::Cpu, eval_graph: false, ..Default::default() },
     )
