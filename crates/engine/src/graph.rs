@@ -37,8 +37,12 @@ pub struct EvalGraph {
     weights: Weights,
 }
 
+/// One [`ConvBlock`] of the eval graph, built from the module's weights: expand + SiLU, the
+/// causal depthwise conv with its BatchNorm folded in, the ECA gate, project, residual. The
+/// graph is these blocks in the module tree's order; each equals Burn's eval forward of its
+/// block within float rounding (tested block by block).
 #[derive(Debug, Clone)]
-struct EvalConvBlock {
+pub struct EvalConvBlock {
     expand: Dense,
     /// `[kernel, channels]`, norm scale folded in.
     taps: Vec<f32>,
@@ -50,8 +54,12 @@ struct EvalConvBlock {
     project: Dense,
 }
 
+/// One [`TransformerBlock`] of the eval graph, built from the module's weights: both
+/// BatchNorms folded into the q/k/v and feed-forward input products, masked multi-head
+/// attention, the feed-forward with SiLU, both residuals (tested against Burn's eval forward of
+/// its block, like [`EvalConvBlock`]).
 #[derive(Debug, Clone)]
-struct EvalTransformerBlock {
+pub struct EvalTransformerBlock {
     qkv: Dense,
     proj: Dense,
     ffn_in: Dense,
@@ -112,7 +120,8 @@ fn plain<B: Backend>(l: &Linear<B>, weights: Weights) -> Dense {
 }
 
 impl EvalConvBlock {
-    fn new<B: Backend>(b: &ConvBlock<B>, weights: Weights) -> Self {
+    /// The eval form of `b`, its dense layers stored as `weights` says.
+    pub fn new<B: Backend>(b: &ConvBlock<B>, weights: Weights) -> Self {
         let [c, _, kernel] = b.dwconv.conv.weight.dims();
         let w = param(&b.dwconv.conv.weight); // [c, 1, kernel]
         let (s, shift) = norm(&b.norm.bn);
@@ -132,7 +141,9 @@ impl EvalConvBlock {
         }
     }
 
-    fn forward(&self, x: &mut [f32], valid: &[usize], t: usize) {
+    /// The block applied in place to `x`, `[batch, t, dim]` row-major (`batch = valid.len()`),
+    /// sequence `b` holding `valid[b]` frames followed by padding.
+    pub fn forward(&self, x: &mut [f32], valid: &[usize], t: usize) {
         let rows = valid.len() * t;
         let mut e = self.expand.forward(x, rows);
         silu(&mut e);
@@ -175,7 +186,8 @@ impl EvalConvBlock {
 }
 
 impl EvalTransformerBlock {
-    fn new<B: Backend>(b: &TransformerBlock<B>, weights: Weights) -> Self {
+    /// The eval form of `b`, its dense layers stored as `weights` says.
+    pub fn new<B: Backend>(b: &TransformerBlock<B>, weights: Weights) -> Self {
         Self {
             qkv: fold_before(&b.norm1.bn, &b.attention.qkv, weights),
             proj: plain(&b.attention.proj, weights),
@@ -185,7 +197,9 @@ impl EvalTransformerBlock {
         }
     }
 
-    fn forward(&self, x: &mut [f32], valid: &[usize], t: usize) {
+    /// The block applied in place to `x`, `[batch, t, dim]` row-major (`batch = valid.len()`),
+    /// sequence `b` holding `valid[b]` frames followed by padding.
+    pub fn forward(&self, x: &mut [f32], valid: &[usize], t: usize) {
         let rows = valid.len() * t;
         let d = self.proj.outputs();
         let qkv = self.qkv.forward(x, rows);

@@ -4,8 +4,10 @@
 //! at run time, i32 sums; AVX2 or AVX-512 VNNI kernels where the CPU has them).
 //!
 //! Built from a trained model's weights ([`EvalGraph::new`]); `infer` runs it for
-//! `--precision int8`. Its f32 form equals Burn's forward of the same model within float
-//! rounding (tested), so the int8 figures measure quantization alone.
+//! `--precision int8`. The graph is built from the module tree block by block
+//! ([`EvalConvBlock`], [`EvalTransformerBlock`]); each block's f32 form equals Burn's eval
+//! forward of that block, and the whole graph Burn's forward of the model, within float rounding
+//! (tested), so the int8 figures measure quantization alone.
 
 #![warn(missing_docs)]
 
@@ -15,7 +17,7 @@ pub mod graph;
 pub mod q8;
 
 pub use dense::Weights;
-pub use graph::EvalGraph;
+pub use graph::{EvalConvBlock, EvalGraph, EvalTransformerBlock};
 
 /// What the eval graph cannot do.
 #[derive(Debug, thiserror::Error)]

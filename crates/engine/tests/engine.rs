@@ -93,6 +93,41 @@ fn f32_graph_equals_burns_forward_with_padding() {
     }
 }
 
+/// The three forwards of the conv-transformer (Burn's modules, the f32 eval graph, the int8 eval
+/// graph) kept in step block by block: a change to one block's module that the eval graph does
+/// not follow fails here, naming the block.
+#[test]
+fn each_eval_block_equals_burns_eval_forward_of_that_block() {
+    use engine::{EvalConvBlock, EvalTransformerBlock};
+    use models::common::{DropDraw, FrameMask};
+    let SignModel::ConvTransformer(m) = model(21, 9) else { unreachable!("a conv-transformer") };
+    let [_, dim] = m.stem.weight.dims();
+    let (batch, frames) = (3, 16);
+    let (_, mask, valid) = inputs(batch, frames, 1);
+    let frame_mask = FrameMask::new(mask, burn::tensor::DType::F32);
+    let x = Tensor::<B, 3>::random([batch, frames, dim], Distribution::Normal(0.0, 1.5), &dev());
+    let host = values(x.clone());
+    let check = |what: String, burn: &[f32], run: &dyn Fn(Weights, &mut Vec<f32>)| {
+        let scale = max_abs(burn).max(1.0);
+        for (weights, tolerance) in [(Weights::F32, 2e-5), (Weights::Int8, 0.05)] {
+            let mut ours = host.clone();
+            run(weights, &mut ours);
+            let worst = burn.iter().zip(&ours).fold(0.0f32, |w, (a, b)| w.max((a - b).abs()));
+            assert!(worst <= tolerance * scale, "{what} ({weights}): differs from Burn's by {worst} (scale {scale})");
+        }
+    };
+    for (i, block) in m.conv_blocks.iter().enumerate() {
+        let burn = values(block.forward(x.clone(), &frame_mask, &DropDraw::new(0.0, 0, &x)));
+        check(format!("conv block {i}"), &burn, &|w, ours| EvalConvBlock::new(block, w).forward(ours, &valid, frames));
+    }
+    for (i, block) in m.transformer_blocks.iter().enumerate() {
+        let burn = values(block.forward(x.clone(), &frame_mask, &DropDraw::new(0.0, 0, &x)));
+        check(format!("transformer block {i}"), &burn, &|w, ours| {
+            EvalTransformerBlock::new(block, w).forward(ours, &valid, frames)
+        });
+    }
+}
+
 #[test]
 fn a_batch_split_over_threads_gives_the_logits_of_one_part() {
     let (features, classes, frames) = (21, 9, 16);
