@@ -35,6 +35,7 @@ pub mod classify;
 pub mod compute;
 pub mod eval;
 pub mod eval_ctc;
+pub mod eval_stream;
 pub mod interop;
 pub mod live;
 pub mod stream;

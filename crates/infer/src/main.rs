@@ -48,6 +48,41 @@ struct ModelArgs {
     burn_forward: bool,
 }
 
+/// The streaming recognizer's settings. Every default is `StreamConfig::default()`'s, so the
+/// CLI and the library agree.
+#[derive(Args, Clone)]
+struct StreamArgs {
+    /// Evaluate every this many frames.
+    #[arg(long, default_value_t = StreamConfig::default().hop)]
+    hop: usize,
+    /// Classifiers: smoothed probability a sign needs to be reported.
+    #[arg(long, default_value_t = StreamConfig::default().threshold)]
+    threshold: f32,
+    /// CTC models: mean probability a token needs to be reported (0 = every decoded token).
+    #[arg(long, default_value_t = StreamConfig::default().token_threshold)]
+    token_threshold: f32,
+    /// Frames per evaluation (0 = the median training sequence for classifiers, the model's
+    /// window for CTC models).
+    #[arg(long, default_value_t = StreamConfig::default().window_frames)]
+    window: usize,
+    /// Frames with both hands out of view that end a sign (0 = no segmentation at pauses).
+    #[arg(long, default_value_t = StreamConfig::default().boundary_frames)]
+    boundary_frames: usize,
+}
+
+impl StreamArgs {
+    fn config(&self) -> StreamConfig {
+        StreamConfig {
+            hop: self.hop,
+            threshold: self.threshold,
+            token_threshold: self.token_threshold,
+            window_frames: self.window,
+            boundary_frames: self.boundary_frames,
+            ..Default::default()
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Classify a sequence file (.parquet in the ISLR layout, .npy, .npz or .pose) or every such
@@ -79,23 +114,8 @@ enum Command {
         model: ModelArgs,
         #[arg(long)]
         input: PathBuf,
-        // Every default is `StreamConfig::default()`'s, so the CLI and the library agree.
-        /// Evaluate every this many frames.
-        #[arg(long, default_value_t = StreamConfig::default().hop)]
-        hop: usize,
-        /// Classifiers: smoothed probability a sign needs to be reported.
-        #[arg(long, default_value_t = StreamConfig::default().threshold)]
-        threshold: f32,
-        /// CTC models: mean probability a token needs to be reported (0 = every decoded token).
-        #[arg(long, default_value_t = StreamConfig::default().token_threshold)]
-        token_threshold: f32,
-        /// Frames per evaluation (0 = the median training sequence for classifiers, the model's
-        /// window for CTC models).
-        #[arg(long, default_value_t = StreamConfig::default().window_frames)]
-        window: usize,
-        /// Frames with both hands out of view that end a sign (0 = no segmentation at pauses).
-        #[arg(long, default_value_t = StreamConfig::default().boundary_frames)]
-        boundary_frames: usize,
+        #[command(flatten)]
+        stream: StreamArgs,
         /// `--input -`: the longest JSON line read; a longer one is skipped as a bad frame.
         #[arg(long, default_value_t = infer::live::DEFAULT_MAX_LINE_BYTES)]
         max_line_bytes: usize,
@@ -103,6 +123,29 @@ enum Command {
         /// graph on the CPU; conv-transformers).
         #[arg(long, default_value = "auto")]
         precision: Compute,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Score live recognition per sign event: stream continuous recordings ("takes", each with a
+    /// NAME.events.csv of `label,start_frame,end_frame` lines beside it) through the streaming
+    /// recognizer and report precision, recall and F1 of the sign events, missed, false and
+    /// wrong-label events, and the latency from the end of each sign to its report.
+    EvalStream {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// A take, or a directory searched for takes (recordings with an annotation file).
+        #[arg(long)]
+        input: PathBuf,
+        #[command(flatten)]
+        stream: StreamArgs,
+        /// Frames per second of the recordings (latencies in ms).
+        #[arg(long, default_value_t = 30.0)]
+        fps: f64,
+        /// auto (the device's choice: f32 on the CPU), f32, f16, bf16, or int8 (the int8 eval
+        /// graph on the CPU; conv-transformers).
+        #[arg(long, default_value = "auto")]
+        precision: Compute,
+        /// The whole report as JSON (every take's events and references with their outcome).
         #[arg(long)]
         json: bool,
     },
@@ -400,28 +443,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Stream {
-            model,
-            input,
-            hop,
-            threshold,
-            token_threshold,
-            window,
-            boundary_frames,
-            max_line_bytes,
-            precision,
-            json,
-        } => {
+        Command::Stream { model, input, stream, max_line_bytes, precision, json } => {
             let predictor = Arc::new(load(&model, precision, 5)?.into_predictor());
-            let cfg = StreamConfig {
-                hop,
-                threshold,
-                token_threshold,
-                window_frames: window,
-                boundary_frames,
-                ..Default::default()
-            };
-            let mut rec = StreamingRecognizer::new(predictor.clone(), cfg)?;
+            let mut rec = StreamingRecognizer::new(predictor.clone(), stream.config())?;
             let print = |e: &infer::SignEvent| -> Result<()> {
                 if json {
                     println!("{}", serde_json::to_string(e)?);
@@ -499,6 +523,28 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if bad > 0 {
                 eprintln!("{bad} input lines could not be read");
                 return Ok(ExitCode::from(1));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::EvalStream { model, input, stream, fps, precision, json } => {
+            let takes = infer::eval_stream::find_takes(&input)?;
+            let predictor = Arc::new(load(&model, precision, 5)?.into_predictor());
+            let opts = infer::eval_stream::StreamEvalOptions { stream: stream.config(), fps };
+            let bar =
+                if json { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(takes.len() as u64) };
+            let mut per_take = Vec::with_capacity(takes.len());
+            for take in &takes {
+                per_take.extend(
+                    infer::eval_stream::evaluate(predictor.clone(), std::slice::from_ref(take), &opts)?.per_take,
+                );
+                bar.inc(1);
+            }
+            bar.finish_and_clear();
+            let report = infer::eval_stream::StreamEvalReport::from_takes(per_take, fps);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", report.render());
             }
             Ok(ExitCode::SUCCESS)
         }

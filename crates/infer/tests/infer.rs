@@ -236,6 +236,99 @@ fn frames_of(seq: &LandmarkSequence) -> Vec<Vec<[f32; 3]>> {
     (0..seq.frames()).map(|t| (0..seq.points).map(|p| seq.at(t, p)).collect()).collect()
 }
 
+/// Continuous takes of an unseen signer (isolated clips joined by 10-frame pauses with the
+/// hands out of view), written as `.npy` recordings with their `.events.csv`, scored per sign
+/// event by the library and the CLI alike; bad annotations are errors naming the file and line.
+#[test]
+fn stream_evaluation_scores_sign_events_of_continuous_takes() {
+    use infer::eval_stream::{evaluate, find_takes, Outcome, StreamEvalOptions};
+    let t = trained();
+    let predictor = Arc::new(load_predictor(&t.run_dir, &cpu(None)).unwrap());
+    let classes = t.cfg.synthetic.classes;
+    let dir = tempfile::tempdir().unwrap();
+    let signer = 77;
+    let hands = data::layout::named_subset("hands").unwrap();
+    let mut expected_refs = 0;
+    for take in 0..3usize {
+        let (mut frames, mut csv) = (Vec::<Vec<[f32; 3]>>::new(), String::from("label,start_frame,end_frame\n"));
+        for k in 0..4usize {
+            let c = (take * 5 + k * 7 + 1) % classes;
+            let clip = frames_of(&data::synth::generate_sequence(&t.cfg.synthetic, c, signer, take * 4 + k));
+            csv += &format!("{},{},{}\n", predictor.labels()[c], frames.len(), frames.len() + clip.len() - 1);
+            let mut rest = clip.last().unwrap().clone();
+            hands.iter().for_each(|&h| rest[h] = [f32::NAN; 3]);
+            frames.extend(clip);
+            frames.extend(std::iter::repeat_n(rest, 10));
+            expected_refs += 1;
+        }
+        let flat: Vec<f32> = frames.iter().flatten().flatten().copied().collect();
+        let path = dir.path().join(format!("take-{take}.npy"));
+        data::npy::write_npy(&path, &[frames.len(), frames[0].len(), 3], &flat).unwrap();
+        std::fs::write(dir.path().join(format!("take-{take}.events.csv")), csv).unwrap();
+    }
+    // A recording without signs: every event reported there is a false one.
+    let quiet: Vec<f32> = vec![f32::NAN; 40 * data::layout::NUM_LANDMARKS * 3];
+    data::npy::write_npy(&dir.path().join("quiet.npy"), &[40, data::layout::NUM_LANDMARKS, 3], &quiet).unwrap();
+    std::fs::write(dir.path().join("quiet.events.csv"), "label,start_frame,end_frame\n").unwrap();
+    // A recording without annotations is not a take.
+    std::fs::copy(dir.path().join("take-0.npy"), dir.path().join("unannotated.npy")).unwrap();
+
+    let takes = find_takes(dir.path()).unwrap();
+    assert_eq!(takes.len(), 4, "{takes:?}");
+    let report = evaluate(predictor.clone(), &takes, &StreamEvalOptions::default()).unwrap();
+    eprint!("{}", report.render());
+    let c = report.counts;
+    assert_eq!((report.takes, c.references), (4, expected_refs));
+    assert_eq!(c.matched + c.missed, c.references);
+    assert_eq!(c.matched + c.wrong_label + c.false_events, c.reported);
+    assert!((report.f1 - c.f1()).abs() < 1e-12 && report.precision == c.precision());
+    // Every event the report lists is one the recognizer reports for that recording.
+    for take in &report.per_take {
+        let Sample::Landmarks(seq) = predictor.read_file(&take.path).unwrap() else { panic!("landmarks") };
+        let streamed = infer::eval_stream::stream_take(predictor.clone(), &StreamConfig::default(), &seq).unwrap();
+        let listed: usize = take.rows.iter().filter(|r| r.reported.is_some()).count();
+        assert_eq!(listed, streamed.len(), "{}", take.path.display());
+        for row in take.rows.iter().filter(|r| r.outcome == Outcome::Matched) {
+            let (r, e) = (row.reference.as_ref().unwrap(), row.reported.as_ref().unwrap());
+            assert_eq!(r.index, e.event.index);
+            assert!(e.event.start_frame <= r.end && r.start <= e.event.end_frame);
+            assert_eq!(row.latency_frames, Some(e.at_frame - r.end));
+        }
+    }
+    // The small test model finds most signs of the unseen signer.
+    assert!(report.recall >= 0.75 && report.f1 >= 0.75, "{}", report.render());
+    let median = report.median_latency_frames.expect("matched events");
+    assert_eq!(report.median_latency_ms, Some(median * 1000.0 / 30.0));
+
+    // The CLI gives the same report.
+    let bin = env!("CARGO_BIN_EXE_infer");
+    let run = |input: &Path| {
+        std::process::Command::new(bin)
+            .args(["eval-stream", "--device", "cpu", "--json", "--model"])
+            .arg(&t.run_dir)
+            .arg("--input")
+            .arg(input)
+            .output()
+            .unwrap()
+    };
+    let out = run(dir.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["counts"]["matched"], c.matched);
+    assert_eq!(json["counts"]["reported"], c.reported);
+    assert!((json["f1"].as_f64().unwrap() - report.f1).abs() < 1e-12);
+
+    // Annotations that do not fit the recording: the file and line are named, exit code 2.
+    let bad = dir.path().join("bad");
+    std::fs::create_dir(&bad).unwrap();
+    std::fs::copy(dir.path().join("take-0.npy"), bad.join("t.npy")).unwrap();
+    std::fs::write(bad.join("t.events.csv"), "label,start_frame,end_frame\nno_such_sign,0,5\n").unwrap();
+    let out = run(&bad);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("t.events.csv") && err.contains("line 2: label `no_such_sign`"), "{err}");
+}
+
 #[test]
 fn streaming_emits_concatenated_signs_in_order() {
     let t = trained();
