@@ -10,7 +10,8 @@
 //!   with a padding mask (one [`preprocess::PreprocessConfig`] shared by trainer and infer);
 //! - [`augment`]: flip with left/right swap, affine, speed, temporal mask, cutout; seeded;
 //! - [`synth`]: a synthetic sign generator writing the ISLR layout; [`sentences`]: synthetic
-//!   continuous signing (sentences of those signs, gloss labels) for CTC;
+//!   continuous signing (sentences of those signs, gloss labels) for CTC; [`takes`]: continuous
+//!   recordings with annotated signs (`NAME.events.csv`) for scoring live recognition;
 //! - [`tokens`]: token vocabularies of continuous recognition (characters, glosses);
 //! - [`dataset`] and [`loader`]: parallel loading with a preprocessed cache, group (signer)
 //!   splits, and prefetching batch loaders producing Burn tensors.
@@ -42,6 +43,7 @@ pub mod preprocess;
 pub mod sentences;
 pub mod sequence;
 pub mod synth;
+pub mod takes;
 pub mod tokens;
 
 pub use error::{sweep_temp_files, write_atomic, DataError, Result};

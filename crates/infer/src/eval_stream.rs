@@ -3,7 +3,8 @@
 //! reference annotations.
 //!
 //! A take is a recording `NAME.npy` (`.npz`, `.parquet`, `.pose`) with its annotations in
-//! `NAME.events.csv` beside it:
+//! `NAME.events.csv` beside it (the format of [`data::takes`], which also writes synthetic
+//! takes; `trainer generate-takes`):
 //! ```text
 //! label,start_frame,end_frame
 //! hello,12,40
@@ -47,10 +48,7 @@ use serde::Serialize;
 
 use crate::{InferError, Model, Result, SignEvent, StreamConfig, StreamingRecognizer};
 
-/// The annotations of `take.npy` are in `take` + this.
-pub const ANNOTATION_SUFFIX: &str = ".events.csv";
-/// The header line of an annotation file.
-pub const ANNOTATION_HEADER: &str = "label,start_frame,end_frame";
+pub use data::takes::{annotation_path, ANNOTATION_HEADER, ANNOTATION_SUFFIX};
 /// Annotation files larger than this are refused (a take of an hour at 30 fps with a sign per
 /// second is ~2 MB).
 const MAX_ANNOTATION_BYTES: u64 = 64 << 20;
@@ -305,12 +303,6 @@ pub fn read_annotations(path: &Path, labels: &[String], frames: &[i64]) -> Resul
         ));
     }
     Ok(refs)
-}
-
-/// The annotation file of a recording.
-pub fn annotation_path(recording: &Path) -> PathBuf {
-    let stem = recording.file_stem().unwrap_or_default().to_string_lossy();
-    recording.with_file_name(format!("{stem}{ANNOTATION_SUFFIX}"))
 }
 
 /// The takes at `input`: a recording (its annotation beside it), or every recording under a

@@ -80,6 +80,29 @@ enum Command {
         #[arg(long)]
         to: PathBuf,
     },
+    /// Write continuous takes of the `[synthetic]` signs by signers the synthetic dataset does
+    /// not have, each recording (`take-SIGNER-N.npy`) with its annotated signs
+    /// (`take-SIGNER-N.events.csv`), for `infer eval-stream`.
+    GenerateTakes {
+        #[command(flatten)]
+        layers: TrainArgs,
+        /// Output directory.
+        #[arg(long)]
+        to: PathBuf,
+        /// Unseen signers.
+        #[arg(long, default_value_t = 2)]
+        signers: usize,
+        /// Takes per signer.
+        #[arg(long, default_value_t = 5)]
+        takes: usize,
+        /// Signs per take.
+        #[arg(long, default_value_t = data::takes::TakeConfig::default().signs)]
+        signs: usize,
+        /// Frames with the hands out of view between two signs (0: signs co-articulated into
+        /// one another, no pause).
+        #[arg(long, default_value_t = data::takes::TakeConfig::default().pause_frames)]
+        pause_frames: usize,
+    },
 }
 
 /// `trainer bench`: the shape of the random data and what to measure.
@@ -342,6 +365,13 @@ fn real_main(cli: Cli) -> Result<(), TrainError> {
         }
         Some(Command::Orchestrator { port, nodes, bind, secret_file, insecure }) => {
             trainer::dist::orchestrator(port, nodes, &bind, &secret_file, insecure)
+        }
+        Some(Command::GenerateTakes { layers, to, signers, takes, signs, pause_frames }) => {
+            let cfg = layers.config()?;
+            let take = data::takes::TakeConfig { signs, pause_frames, ..Default::default() };
+            let written = data::takes::write_takes(&to, &cfg.synthetic, &take, signers, takes, true)?;
+            println!("wrote {} takes of {signs} signs to {}", written.len(), to.display());
+            Ok(())
         }
         Some(Command::Generate { layers, to }) => {
             let cfg = layers.config()?;
