@@ -174,6 +174,7 @@ pub fn summary(p: SummaryParts<'_>) -> Summary {
         final_weights_fingerprint: bundle::weights::fingerprint(p.model),
         peak_memory_mib: peak_memory(history),
         device_faults: state.device_faults.clone(),
+        warnings: run.warnings.clone(),
         distributed: p.group,
     }
 }

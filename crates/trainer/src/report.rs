@@ -262,6 +262,9 @@ pub struct Summary {
     pub peak_memory_mib: Option<[f64; 2]>,
     /// Device faults (out of memory, device lost) the run survived, in order.
     pub device_faults: Vec<crate::fault::DeviceFault>,
+    /// What made the run unlikely to train well, with what to change (`crate::plan::shape_warnings`).
+    #[serde(default)]
+    pub warnings: Vec<String>,
     /// The data-parallel group, when the run had several peers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub distributed: Option<crate::dist::GroupSummary>,

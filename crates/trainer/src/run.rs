@@ -70,6 +70,9 @@ pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
     let mut opened = crate::resume::open(&cfg, opts.run_dir.as_deref(), opts.resume)?;
     let Measured { compute, input, search } = measure(&cfg, opened.saved.as_ref(), &faults, &console)?;
     let mut run = crate::plan::plan(cfg, opened.saved.as_ref(), compute, input, search)?;
+    for w in &run.warnings {
+        eprintln!("warning: {w}");
+    }
     if let BatchSource::Reduced = run.batch_source {
         console.line(format!(
             "batch: micro-batch {} x {} accumulation, kept from the run (it was reduced after a device fault)",

@@ -248,9 +248,10 @@ pub fn time_steps(
     Ok(ms / steps.max(1) as f64)
 }
 
-fn candidates(max: usize) -> Vec<usize> {
+/// Powers of two from `min` up to `max` (`[max]` when `max < min`).
+fn candidates(min: usize, max: usize) -> Vec<usize> {
     let mut v = Vec::new();
-    let mut b = 4;
+    let mut b = min;
     while b <= max {
         v.push(b);
         b *= 2;
@@ -271,11 +272,20 @@ fn with_accumulation(cfg: &ExperimentConfig, b: usize) -> usize {
 
 /// Pick the batch size on the CPU by measured throughput.
 pub fn tune_cpu(cfg: &ExperimentConfig, compute: &ResolvedCompute, input: &ResolvedData) -> Result<TuneReport> {
-    let max = cfg.training.max_batch_size.min(input.data.train.len().max(1));
+    // Not so large that the run has too few steps to train: a small dataset caps the batch
+    // (down to BatchNorm's minimum rows).
+    let train = input.data.train.len().max(1);
+    let t = &cfg.training;
+    let for_steps = (crate::plan::MIN_NORM_ROWS..=t.max_batch_size.min(train))
+        .rev()
+        .find(|&b| crate::plan::total_steps(t, train, b, with_accumulation(cfg, b)) >= crate::plan::MIN_STEPS)
+        .unwrap_or(crate::plan::MIN_NORM_ROWS.min(train));
+    let max = t.max_batch_size.min(train).min(for_steps.max(1));
     let mut rows = Vec::new();
     let mut best: Option<(usize, f64)> = None;
     let base_rss = device::host_memory().map(|m| m.process_rss_bytes);
-    for b in candidates(max) {
+    // From BatchNorm's fewest useful rows.
+    for b in candidates(crate::plan::MIN_NORM_ROWS, max) {
         let ms = time_steps(cfg, compute, input, b, 2)?;
         let sps = b as f64 * 1e3 / ms;
         let mem = device::host_memory();
@@ -307,7 +317,13 @@ pub fn tune_cpu(cfg: &ExperimentConfig, compute: &ResolvedCompute, input: &Resol
         rows,
         batch_size,
         accumulation_steps: with_accumulation(cfg, batch_size),
-        reason: format!("highest measured throughput, {sps:.1} samples/s"),
+        reason: match max < cfg.training.max_batch_size.min(train) {
+            true => format!(
+                "highest measured throughput up to {max}, {sps:.1} samples/s (a larger batch would give fewer than {} optimizer steps over {train} training sequences)",
+                crate::plan::MIN_STEPS
+            ),
+            false => format!("highest measured throughput, {sps:.1} samples/s"),
+        },
     })
 }
 
@@ -334,7 +350,7 @@ pub fn tune_gpu(
     };
     let max = cfg.training.max_batch_size.min(input.data.train.len().max(1));
     let (mut ok, mut fail) = (0usize, None);
-    for b in candidates(max) {
+    for b in candidates(4, max) {
         if probe(b, &mut rows) {
             ok = b;
         } else {

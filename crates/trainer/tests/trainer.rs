@@ -836,15 +836,24 @@ fn auto_batch_size_profile_and_tune_table() {
             "training.profile=true",
         ],
     );
-    let report = trainer::tune::tune_batch(&cfg, &Faults::default()).unwrap();
-    assert_eq!(report.rows.iter().map(|r| r.batch).collect::<Vec<_>>()[..2], [4, 8]);
+    // With 50 epochs a step of 16 still gives over 100 steps on this small dataset, so the
+    // search tries 8 and 16 (it starts at BatchNorm's 8 rows).
+    let long = ExperimentConfig {
+        training: trainer::config::TrainingConfig { epochs: 50, ..cfg.training.clone() },
+        ..cfg.clone()
+    };
+    let report = trainer::tune::tune_batch(&long, &Faults::default()).unwrap();
+    assert_eq!(report.rows.iter().map(|r| r.batch).collect::<Vec<_>>(), [8, 16]);
     assert!(report.rows.iter().all(|r| r.fits && r.samples_per_s.unwrap() > 0.0));
-    assert!([4, 8, 16].contains(&report.batch_size));
+    assert!([8, 16].contains(&report.batch_size));
     assert_eq!(report.batch_size * report.accumulation_steps, 16);
     assert!(report.render().contains("chosen: batch_size = "));
 
+    // One epoch (3 steps) is too short whatever the batch: the search keeps 8 rows, and the run
+    // says it is too short.
     let s = train_in(tmp.path(), "auto", cfg);
-    assert_eq!(s.effective_batch_size, 16);
+    assert_eq!((s.batch_size, s.effective_batch_size), (8, 16));
+    assert!(s.warnings.iter().any(|w| w.contains("makes 3 optimizer steps")), "{:?}", s.warnings);
     let resolved = std::fs::read_to_string(tmp.path().join("auto/config.toml")).unwrap();
     assert!(resolved.contains(&format!("batch_size = {}", s.batch_size)), "the resolved size is stored for resume");
     assert!(tmp.path().join("auto/batch-size.json").is_file());
@@ -854,6 +863,84 @@ fn auto_batch_size_profile_and_tune_table() {
     let share: f64 = p.phases.iter().map(|r| r.share).sum();
     assert!((share - 1.0).abs() < 1e-6 && p.phases[1].ms_per_step > 0.0 && p.phases[2].ms_per_step > 0.0, "{p:?}");
     assert!(p.render().contains("forward"));
+}
+
+/// A small npy dataset (48 recordings of 6 feature channels: 3 signs by 4 signers) trained with
+/// the default settings, as a user with a small dataset of their own would: the run is too short
+/// to train, and the console and summary.json say so with what to change; `batch_size = "auto"`
+/// on the CPU keeps the batch small for the dataset.
+#[test]
+fn a_small_npy_dataset_is_told_its_run_is_too_short_and_auto_batch_considers_its_size() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("small");
+    std::fs::create_dir_all(&root).unwrap();
+    let mut csv = String::from("file,label,group\n");
+    for (g, c, r) in (0..4).flat_map(|g| (0..3).flat_map(move |c| (0..4).map(move |r| (g, c, r)))) {
+        let file = format!("g{g}-c{c}-r{r}.npy");
+        let values: Vec<f32> = (0..20 * 6)
+            .map(|i| ((i / 6) as f32 * 0.3 * (c + 1) as f32 + (i % 6) as f32 + g as f32 * 0.1 + r as f32 * 0.01).sin())
+            .collect();
+        data::npy::write_npy(&root.join(&file), &[20, 6], &values).unwrap();
+        csv += &format!("{file},sign{c},signer{g}\n");
+    }
+    std::fs::write(root.join("labels.csv"), csv).unwrap();
+    let build = |sets: &[String]| {
+        let mut b = ConfigBuilder::new();
+        for s in [
+            format!("data.path=\"{}\"", root.display()),
+            format!("data.cache_dir={}", tmp.path().join("cache").display()),
+            "data.valid_fraction=0.25".to_string(),
+            "training.progress=off".to_string(),
+            "training.epochs=12".to_string(),
+            "device.device=cpu".to_string(),
+        ]
+        .iter()
+        .chain(sets)
+        {
+            b.add_set(s).unwrap();
+        }
+        b.build().unwrap()
+    };
+    let bin = env!("CARGO_BIN_EXE_trainer");
+    let cfg_file = write(tmp.path(), "small.toml", &format!(
+        "[data]\npath = \"{}\"\ncache_dir = \"{}\"\nvalid_fraction = 0.25\n[training]\nepochs = 12\nprogress = \"off\"\n",
+        root.display(),
+        tmp.path().join("cache").display()
+    ));
+    let out = Command::new(bin)
+        .args(["--device", "cpu", "--config"])
+        .arg(&cfg_file)
+        .arg("--out")
+        .arg(tmp.path().join("run"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    // 36 training recordings, batch 32, the last partial batch dropped: 1 step an epoch.
+    assert!(
+        stderr.contains("warning: this run makes 12 optimizer steps in all (12 epochs over 36 training sequences in steps of 32 x 1): too few to train a model; use training.batch_size = 8 with training.epochs = 25, or training.epochs = 100"),
+        "{stderr}"
+    );
+    let run_dir = tmp.path().join("run");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("summary.json")).unwrap()).unwrap();
+    let warnings = summary["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0].as_str().unwrap().contains("makes 12 optimizer steps"));
+
+    // "auto" on the CPU: no batch of 8 rows or more reaches 100 steps in 12 epochs, so the
+    // search keeps BatchNorm's 8 rows and says why.
+    let report =
+        trainer::tune::tune_batch(&build(&["training.batch_size=\"auto\"".into()]), &Faults::default()).unwrap();
+    assert_eq!(report.batch_size, 8, "{}", report.render());
+    assert!(report.reason.contains("fewer than 100 optimizer steps over 36 training sequences"), "{}", report.reason);
+    // With 40 epochs batch 8 gives 4 x 40 = 160 steps: the search may take it, nothing larger.
+    let report = trainer::tune::tune_batch(
+        &build(&["training.batch_size=\"auto\"".into(), "training.epochs=40".into()]),
+        &Faults::default(),
+    )
+    .unwrap();
+    assert!(report.rows.iter().all(|r| r.batch <= 9), "{}", report.render());
 }
 
 /// Whether a WGPU adapter exists; without one a WGPU test skips, except in CI, which sets
