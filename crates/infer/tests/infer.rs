@@ -332,8 +332,8 @@ fn stream_evaluation_scores_sign_events_of_continuous_takes() {
 /// The built-in default classifier's live recognition, scored per sign event on a fixed set of
 /// synthetic takes by two signers the training data does not have (`trainer generate-takes`):
 /// with pauses, the sign events it finds; without pauses (co-articulated signs), how far it is
-/// from finding them. Floors a little under the figures measured on an Intel Xeon (Emerald
-/// Rapids, 2 threads): pauses F1 0.831 (recall 0.74: the isolated clips of these signers are
+/// from finding them. Floors a little under the figures measured on an AMD EPYC (family 25
+/// model 17, 2 threads): pauses F1 0.831 (recall 0.74: the isolated clips of these signers are
 /// classified about as well, F1 0.848 one sign per take, so the model's accuracy on new signers
 /// limits it, not the segmentation), median latency 5 frames; without pauses F1 0.352.
 #[test]

@@ -55,6 +55,7 @@ pub mod resolve;
 pub mod resume;
 pub mod run;
 pub mod schedule;
+pub mod shape;
 pub mod step;
 pub mod tensorboard;
 pub mod train;

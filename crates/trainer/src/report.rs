@@ -262,7 +262,7 @@ pub struct Summary {
     pub peak_memory_mib: Option<[f64; 2]>,
     /// Device faults (out of memory, device lost) the run survived, in order.
     pub device_faults: Vec<crate::fault::DeviceFault>,
-    /// What made the run unlikely to train well, with what to change (`crate::plan::shape_warnings`).
+    /// What made the run unlikely to train well, with what to change (`crate::shape::shape_warnings`).
     #[serde(default)]
     pub warnings: Vec<String>,
     /// The data-parallel group, when the run had several peers.

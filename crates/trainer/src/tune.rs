@@ -276,16 +276,16 @@ pub fn tune_cpu(cfg: &ExperimentConfig, compute: &ResolvedCompute, input: &Resol
     // (down to BatchNorm's minimum rows).
     let train = input.data.train.len().max(1);
     let t = &cfg.training;
-    let for_steps = (crate::plan::MIN_NORM_ROWS..=t.max_batch_size.min(train))
+    let for_steps = (crate::shape::MIN_NORM_ROWS..=t.max_batch_size.min(train))
         .rev()
-        .find(|&b| crate::plan::total_steps(t, train, b, with_accumulation(cfg, b)) >= crate::plan::MIN_STEPS)
-        .unwrap_or(crate::plan::MIN_NORM_ROWS.min(train));
+        .find(|&b| crate::shape::total_steps(t, train, b, with_accumulation(cfg, b)) >= crate::shape::MIN_STEPS)
+        .unwrap_or(crate::shape::MIN_NORM_ROWS.min(train));
     let max = t.max_batch_size.min(train).min(for_steps.max(1));
     let mut rows = Vec::new();
     let mut best: Option<(usize, f64)> = None;
     let base_rss = device::host_memory().map(|m| m.process_rss_bytes);
     // From BatchNorm's fewest useful rows.
-    for b in candidates(crate::plan::MIN_NORM_ROWS, max) {
+    for b in candidates(crate::shape::MIN_NORM_ROWS, max) {
         let ms = time_steps(cfg, compute, input, b, 2)?;
         let sps = b as f64 * 1e3 / ms;
         let mem = device::host_memory();
@@ -320,7 +320,7 @@ pub fn tune_cpu(cfg: &ExperimentConfig, compute: &ResolvedCompute, input: &Resol
         reason: match max < cfg.training.max_batch_size.min(train) {
             true => format!(
                 "highest measured throughput up to {max}, {sps:.1} samples/s (a larger batch would give fewer than {} optimizer steps over {train} training sequences)",
-                crate::plan::MIN_STEPS
+                crate::shape::MIN_STEPS
             ),
             false => format!("highest measured throughput, {sps:.1} samples/s"),
         },
