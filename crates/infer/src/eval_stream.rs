@@ -312,20 +312,8 @@ pub fn find_takes(input: &Path) -> Result<Vec<PathBuf>> {
     if input.is_file() {
         return Ok(vec![input.to_path_buf()]);
     }
-    let mut found = Vec::new();
-    let mut stack = vec![input.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let entries =
-            std::fs::read_dir(&dir).map_err(|e| InferError::File { path: dir.clone(), message: e.to_string() })?;
-        for p in entries.flatten().map(|e| e.path()) {
-            if p.is_dir() {
-                stack.push(p);
-            } else if Format::from_extension(&p).is_some() && annotation_path(&p).is_file() {
-                found.push(p);
-            }
-        }
-    }
-    found.sort();
+    let found: Vec<PathBuf> =
+        crate::sequence_files(input)?.into_iter().filter(|p| annotation_path(p).is_file()).collect();
     if found.is_empty() {
         return Err(err(format!(
             "no recording ({}) with a `NAME{ANNOTATION_SUFFIX}` annotation file beside it",

@@ -601,6 +601,28 @@ impl Predictor {
     }
 }
 
+/// Every sequence file (`.parquet`, `.npy`, `.npz`, `.pose`) under `dir`, sorted. Directories
+/// reached through a symbolic link are not entered, so a link loop cannot make the walk endless
+/// (linked files are read). An error names a directory that cannot be read.
+pub fn sequence_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries =
+            std::fs::read_dir(&d).map_err(|e| InferError::File { path: d.clone(), message: e.to_string() })?;
+        for e in entries.flatten() {
+            let p = e.path();
+            match e.file_type() {
+                Ok(kind) if kind.is_dir() => stack.push(p),
+                Ok(_) if data::index::Format::from_extension(&p).is_some() && p.is_file() => out.push(p),
+                _ => {}
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 /// One batch of prepared inputs: (position, prepared window or the error naming the input).
 pub(crate) type Chunk = Vec<(usize, Result<Prepared>)>;
 

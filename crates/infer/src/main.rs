@@ -363,19 +363,7 @@ fn collect_inputs(input: &Path) -> Result<Vec<PathBuf>> {
     if !input.is_dir() {
         bail!("{}: no such file or directory", input.display());
     }
-    let mut out = Vec::new();
-    let mut stack = vec![input.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))?.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if Format::from_extension(&p).is_some() {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
+    let out = infer::sequence_files(input)?;
     if out.is_empty() {
         bail!("{}: no {} files in it", input.display(), Format::EXTENSIONS);
     }

@@ -270,8 +270,9 @@ fn stream_evaluation_scores_sign_events_of_continuous_takes() {
     let quiet: Vec<f32> = vec![f32::NAN; 40 * data::layout::NUM_LANDMARKS * 3];
     data::npy::write_npy(&dir.path().join("quiet.npy"), &[40, data::layout::NUM_LANDMARKS, 3], &quiet).unwrap();
     std::fs::write(dir.path().join("quiet.events.csv"), "label,start_frame,end_frame\n").unwrap();
-    // A recording without annotations is not a take.
+    // A recording without annotations is not a take; a link back up the tree is not followed.
     std::fs::copy(dir.path().join("take-0.npy"), dir.path().join("unannotated.npy")).unwrap();
+    std::os::unix::fs::symlink(dir.path(), dir.path().join("loop")).unwrap();
 
     let takes = find_takes(dir.path()).unwrap();
     assert_eq!(takes.len(), 4, "{takes:?}");
