@@ -86,8 +86,11 @@ pub fn build_lexicon(words: &WordList, unit: Unit, labels: &[String]) -> std::re
     Lexicon::new(&classes, separator, BLANK).map_err(|e| format!("{}: {e}", words.source.display()))
 }
 
-/// `model.json`: everything needed to rebuild and feed the model.
+/// `model.json`: everything needed to rebuild and feed the model. It is read and written as the
+/// frozen document of its format version ([`crate::card_v1::CardV1`]), not through the crates'
+/// types it holds, so a change to those types does not change the file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(into = "crate::card_v1::CardV1", from = "crate::card_v1::CardV1")]
 pub struct ModelCard {
     /// Always [`MODEL_FORMAT`].
     pub format: String,
@@ -115,17 +118,13 @@ pub struct ModelCard {
     pub valid_loss: Option<f64>,
     /// Median length (frames, after dropping empty ones) of the training sequences: what a
     /// streaming recognizer should look at to see one whole sign.
-    #[serde(default)]
     pub median_frames: Option<usize>,
     /// The training run's split (absent in bundles written before it was recorded).
-    #[serde(default)]
     pub split: Option<TrainingSplit>,
     /// What the model outputs: pooled class scores (`classification`, the default of older
     /// cards) or per-frame token scores for CTC decoding (`ctc`; `labels[0]` is the blank).
-    #[serde(default)]
     pub task: Task,
     /// CTC decoding settings (`task = "ctc"` only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ctc: Option<CtcCard>,
 }
 

@@ -5,7 +5,8 @@
 //! - [`layout`]: every file and directory name of a run directory and of a model bundle, and how
 //!   a path given by a user is resolved to the model in it;
 //! - [`card`]: `model.json`, the [`ModelCard`] (architecture, preprocessing, labels, provenance,
-//!   and the [`TrainingSplit`] the model was validated on);
+//!   and the [`TrainingSplit`] the model was validated on), read and written through
+//!   [`card_v1`], the frozen document of format version 1;
 //! - [`weights`]: saving and loading weights (`model.mpk`) with shape checks;
 //! - [`atomic`]: atomic file writes and directories staged under a temporary name;
 //! - [`manifest`]: sizes and CRC-32s of a staged directory's files, checked before loading;
@@ -26,6 +27,7 @@
 
 pub mod atomic;
 pub mod card;
+pub mod card_v1;
 pub mod layout;
 pub mod manifest;
 pub mod pickle;

@@ -76,7 +76,7 @@ pub struct ModelSignature {
     pub classes: usize,
     /// Trainable parameters.
     pub trainable_params: usize,
-    /// The `[model]` section as TOML.
+    /// The `[model]` section as TOML, in the model card's version-1 form.
     pub config: String,
 }
 
@@ -88,7 +88,9 @@ impl ModelSignature {
             input_features: model.input_features(),
             classes: model.classes(),
             trainable_params: models::trainable_params(model),
-            config: toml::to_string(&cfg.model).unwrap_or_default(),
+            // In the model card's frozen form, so a renamed field in `models` does not make
+            // old checkpoints look like another model.
+            config: toml::to_string(&bundle::card_v1::ModelV1::from(&cfg.model)).unwrap_or_default(),
         }
     }
 }

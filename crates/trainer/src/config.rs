@@ -24,10 +24,17 @@ use toml::{Table, Value};
 /// The built-in default experiment, identical to `configs/default.toml`.
 pub const DEFAULT_TOML: &str = include_str!("../../../configs/default.toml");
 
+/// The version of the experiment config schema this trainer writes (`config_version` in every
+/// run directory's and bundle's `config.toml`). A file without the key is version 1; a file of a
+/// later version is refused with a message saying so, not misread.
+pub const CONFIG_VERSION: u32 = 1;
+
 /// A whole experiment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ExperimentConfig {
+    /// The schema version of the file ([`CONFIG_VERSION`]; user configs may leave it out).
+    pub config_version: u32,
     /// Run name; run directories are `<training.out_dir>/<name>-<UTC time>`.
     pub name: String,
     /// `classification` (one sign per sequence) or `ctc` (continuous recognition: token
@@ -69,6 +76,7 @@ pub struct ExperimentConfig {
 impl Default for ExperimentConfig {
     fn default() -> Self {
         Self {
+            config_version: CONFIG_VERSION,
             name: "signflow".into(),
             task: Task::Classification,
             data: DataConfig::default(),
@@ -808,6 +816,12 @@ fn check(ok: bool, key: &str, message: impl FnOnce() -> String) -> Result<(), In
 impl ExperimentConfig {
     /// Range checks serde cannot do. Errors are (dotted key, message).
     pub fn validate(&self) -> Result<(), Invalid> {
+        check((1..=CONFIG_VERSION).contains(&self.config_version), "config_version", || {
+            format!(
+                "is {}; this SignFlow reads config versions 1 to {CONFIG_VERSION} (the file was written by a newer SignFlow, or the key is wrong)",
+                self.config_version
+            )
+        })?;
         check(!self.name.trim().is_empty() && !self.name.contains(['/', '\\']), "name", || {
             format!("must be a non-empty name without slashes, got {:?}", self.name)
         })?;

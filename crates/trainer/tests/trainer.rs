@@ -154,6 +154,11 @@ fn config_errors_name_file_key_and_line() {
         ("", &["training.batch_size=-4"], &["--set training.batch_size=-4", "`training.batch_size`"]),
         ("", &["optimizer.lr"], &["--set optimizer.lr", "expected KEY=VALUE"]),
         ("[schedule]\nmin_lr = 0.5\n", &[], &["bad.toml, line 2", "`schedule.min_lr`", "must be in [0, optimizer.lr"]),
+        (
+            "name = \"x\"\nconfig_version = 2\n",
+            &[],
+            &["bad.toml, line 2", "`config_version`", "is 2; this SignFlow reads config versions 1 to 1"],
+        ),
     ];
     for (text, sets, expected) in cases {
         let msg = err_of(text, sets);
@@ -2783,8 +2788,11 @@ fn golden_files_of_this_release_load_resume_and_hold_their_format() {
     for run in ["finished", "interrupted"] {
         let path = golden.join(run).join("config.toml");
         let cfg = ExperimentConfig::from_file(&path).unwrap();
-        let text: toml::Value = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let mut text: toml::Value = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let written: toml::Value = toml::from_str(&cfg.to_toml()).unwrap();
+        // Written before `config_version` existed: it reads as version 1 and gains the key.
+        assert!(text.get("config_version").is_none() && cfg.config_version == 1);
+        text.as_table_mut().unwrap().insert("config_version".into(), 1.into());
         assert_eq!(written, text, "{run}/config.toml no longer reads back as written");
         for (step, dir) in trainer::checkpoint::list(&golden.join(run)) {
             let state = trainer::checkpoint::read_state(&dir).unwrap();
