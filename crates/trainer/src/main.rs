@@ -209,6 +209,19 @@ impl TrainArgs {
         Ok(Faults::default())
     }
 
+    /// The resolved config of a subcommand that injects no faults: `--inject` there is refused,
+    /// not ignored (a drill that silently does nothing would pass for a recovery that works).
+    fn config_without_faults(&self, command: &str) -> Result<trainer::ExperimentConfig, TrainError> {
+        #[cfg(feature = "fault-injection")]
+        if !self.inject.is_empty() {
+            return Err(TrainError::Invalid(format!(
+                "--inject drills training (`trainer`, `trainer train`, `trainer tune-batch`); `trainer {command}` injects nothing"
+            )));
+        }
+        let _ = command;
+        self.config()
+    }
+
     fn builder(&self) -> Result<ConfigBuilder, TrainError> {
         let mut b = match &self.resume {
             Some(run) => {
@@ -327,7 +340,7 @@ fn real_main(cli: Cli) -> Result<(), TrainError> {
         None => train(&cli.train),
         Some(Command::Train(args)) => train(&args),
         Some(Command::Config(args)) => {
-            let cfg = args.config()?;
+            let cfg = args.config_without_faults("config")?;
             print!("{}", cfg.to_toml());
             Ok(())
         }
@@ -358,7 +371,7 @@ fn real_main(cli: Cli) -> Result<(), TrainError> {
                     r.display()
                 )));
             }
-            let cfg = layers.config()?;
+            let cfg = layers.config_without_faults("cv")?;
             let summary = trainer::cv::run_cv(&cfg, folds, layers.out.clone())?;
             print!("{}", summary.render());
             Ok(())
@@ -367,14 +380,14 @@ fn real_main(cli: Cli) -> Result<(), TrainError> {
             trainer::dist::orchestrator(port, nodes, &bind, &secret_file, insecure)
         }
         Some(Command::GenerateTakes { layers, to, signers, takes, signs, pause_frames }) => {
-            let cfg = layers.config()?;
+            let cfg = layers.config_without_faults("generate-takes")?;
             let take = data::takes::TakeConfig { signs, pause_frames, ..Default::default() };
             let written = data::takes::write_takes(&to, &cfg.synthetic, &take, signers, takes, true)?;
             println!("wrote {} takes of {signs} signs to {}", written.len(), to.display());
             Ok(())
         }
         Some(Command::Generate { layers, to }) => {
-            let cfg = layers.config()?;
+            let cfg = layers.config_without_faults("generate")?;
             let out = data::synth::generate(&to, &cfg.synthetic, true)?;
             println!("wrote {} sequences of {} classes to {}", out.sequences, out.labels.len(), to.display());
             Ok(())
@@ -386,7 +399,7 @@ fn real_main(cli: Cli) -> Result<(), TrainError> {
 /// inference on random data.
 fn bench(args: BenchArgs) -> Result<(), TrainError> {
     let BenchArgs { layers, reference, batch, frames, features, classes, steps, latency_runs, count, json } = args;
-    let cfg = layers.config()?;
+    let cfg = layers.config_without_faults("bench")?;
     let cfg = match reference {
         true => trainer::ExperimentConfig {
             model: models::ModelConfig::ConvTransformer(models::ConvTransformerConfig::default()),

@@ -1658,6 +1658,17 @@ fn out_of_memory_that_cannot_be_recovered_is_a_clear_error() {
     // Nothing of the injected faults reaches the run directory: a resume does not inject them.
     let recorded = std::fs::read_to_string(run_dir.join("config.toml")).unwrap();
     assert!(!recorded.contains("[fault]") && !recorded.contains("oom_at_steps"), "{recorded}");
+    // A subcommand that injects nothing refuses --inject rather than ignore the drill.
+    let unused = tmp.path().join("unused").display().to_string();
+    for (command, extra) in [("config", vec![]), ("generate", vec!["--to", unused.as_str()]), ("bench", vec![])] {
+        let out = Command::new(env!("CARGO_BIN_EXE_trainer"))
+            .args([command, "--inject", "oom_at_steps=[2]"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(&format!("`trainer {command}` injects nothing")), "{stderr}");
+    }
 
     let cfg = smoke(tmp.path(), &["recovery.max_device_faults=0"]);
     let err = run(cfg, injected(tmp.path().join("limit"), &["oom_at_steps=[1]"])).unwrap_err();
