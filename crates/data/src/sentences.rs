@@ -1,7 +1,9 @@
 //! Synthetic continuous signing, for continuous recognition (CTC): sentences of the synthetic
 //! signs of [`crate::synth`] signed one after another by one signer, with co-articulated
 //! transitions (the hands move from where one sign ends to where the next begins) and pauses
-//! (the hands hold still), labelled as gloss sequences.
+//! (the hands hold still, or with `rest_prob` drop out of view: the signer rests between two
+//! signs, which then rise from rest and may lose frames as isolated clips do), labelled as gloss
+//! sequences.
 //!
 //! Written in the continuous npy layout ([`crate::index`]): `labels.csv` (`file, tokens,
 //! group`), `vocabulary.txt` (the sign names, one per line) and
@@ -37,6 +39,9 @@ pub struct SentenceConfig {
     pub pause_prob: f32,
     /// Frames of a pause: `[shortest, longest]`.
     pub pause_frames: [usize; 2],
+    /// Probability that a pause is a rest: the hands out of view for the pause's frames, and the
+    /// next sign recorded as an isolated clip is (rising from rest, with its dropped frames).
+    pub rest_prob: f32,
 }
 
 impl Default for SentenceConfig {
@@ -48,6 +53,7 @@ impl Default for SentenceConfig {
             transition_frames: [2, 6],
             pause_prob: 0.3,
             pause_frames: [3, 10],
+            rest_prob: 0.0,
         }
     }
 }
@@ -73,8 +79,10 @@ impl SentenceConfig {
                 );
             }
         }
-        if !(0.0..=1.0).contains(&self.pause_prob) {
-            return err("pause_prob", format!("must be in [0, 1], got {}", self.pause_prob));
+        for (key, p) in [("pause_prob", self.pause_prob), ("rest_prob", self.rest_prob)] {
+            if !(0.0..=1.0).contains(&p) {
+                return err(key, format!("must be in [0, 1], got {p}"));
+            }
         }
         Ok(())
     }
@@ -104,27 +112,48 @@ pub fn generate_sentence(signs: &SynthConfig, cfg: &SentenceConfig, signer: usiz
     let inner = SynthConfig { idle_fraction: 0.0, drop_frame_prob: 0.0, ..signs.clone() };
     let mut out = LandmarkSequence::empty(0, NUM_LANDMARKS);
     let mut spans = Vec::with_capacity(n);
+    let mut after_rest = false;
     for (k, &class) in classes.iter().enumerate() {
-        let seg = generate_sequence(&inner, class, signer, 1000 + index * 16 + k);
-        if k > 0 {
+        let seg = generate_sequence(if after_rest { signs } else { &inner }, class, signer, 1000 + index * 16 + k);
+        if k > 0 && !after_rest {
             let frames = rng.random_range(cfg.transition_frames[0]..=cfg.transition_frames[1]);
             transition(&mut out, &seg, frames);
         }
         let start = out.frames();
         append(&mut out, &seg, 0..seg.frames());
         spans.push((start, out.frames()));
+        after_rest = false;
         if k + 1 < n && rng.random::<f32>() < cfg.pause_prob {
             let frames = rng.random_range(cfg.pause_frames[0]..=cfg.pause_frames[1]);
             let per = NUM_LANDMARKS * 3;
             let held = out.xyz[out.xyz.len() - per..].to_vec();
-            for _ in 0..frames {
-                out.xyz.extend_from_slice(&held);
-                out.frame_ids.push(0);
+            // (No draw without rests: sentences of configs that have none stay as they were.)
+            after_rest = cfg.rest_prob > 0.0 && rng.random::<f32>() < cfg.rest_prob;
+            if after_rest {
+                hands_down(&mut out, frames, &held);
+            } else {
+                for _ in 0..frames {
+                    out.xyz.extend_from_slice(&held);
+                }
             }
+            out.frame_ids.resize(out.xyz.len() / per, 0);
         }
     }
     out.frame_ids = (0..out.frames() as i32).collect();
     Sentence { landmarks: out, signs: classes, spans }
+}
+
+/// Append `n` frames repeating the frame `last` (`[543 * 3]`) with the hands out of view, to the
+/// coordinates only (the caller numbers the frames).
+pub fn hands_down(out: &mut LandmarkSequence, n: usize, last: &[f32]) {
+    let hands = crate::layout::named_subset("hands").unwrap_or_default();
+    let mut frame = last.to_vec();
+    for &h in &hands {
+        frame[h * 3..h * 3 + 3].fill(f32::NAN);
+    }
+    for _ in 0..n {
+        out.xyz.extend_from_slice(&frame);
+    }
 }
 
 /// Append frames `range` of `seq` to `out`.
@@ -228,6 +257,31 @@ mod tests {
         assert!(again.landmarks.xyz.iter().zip(&s.landmarks.xyz).all(|(a, b)| a.to_bits() == b.to_bits()));
         let other = generate_sentence(&signs(), &cfg, 1, 4);
         assert!(other.signs != s.signs || other.landmarks.frames() != s.landmarks.frames());
+    }
+
+    /// With `rest_prob = 1` every pause is the hands out of view, and the sign after it rises from
+    /// rest without a transition.
+    #[test]
+    fn rests_drop_the_hands_out_of_view_between_signs() {
+        let cfg = SentenceConfig {
+            min_signs: 3,
+            max_signs: 3,
+            pause_prob: 1.0,
+            rest_prob: 1.0,
+            pause_frames: [5, 5],
+            transition_frames: [3, 3],
+            ..Default::default()
+        };
+        let s = generate_sentence(&signs(), &cfg, 1, 3);
+        let hand = crate::layout::named_subset("hands").unwrap()[0];
+        let visible = |f: usize| !s.landmarks.at(f, hand)[0].is_nan();
+        for w in s.spans.windows(2) {
+            assert_eq!(w[1].0, w[0].1 + 5, "a rest, no transition: {:?}", s.spans);
+            assert!((w[0].1..w[1].0).all(|f| !visible(f)), "hands out of view during the rest");
+        }
+        assert_eq!(s.landmarks.frame_ids, (0..s.landmarks.frames() as i32).collect::<Vec<_>>());
+        let held = generate_sentence(&signs(), &SentenceConfig { rest_prob: 0.0, ..cfg.clone() }, 1, 3);
+        assert_eq!(held.spans[1].0, held.spans[0].1 + 5 + 3, "without rests: a held pause and a transition");
     }
 
     #[test]

@@ -21,7 +21,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::error::{write_atomic, DataError, Result};
 use crate::layout::NUM_LANDMARKS;
-use crate::sentences::{generate_sentence, SentenceConfig};
+use crate::sentences::{generate_sentence, hands_down, SentenceConfig};
 use crate::sequence::LandmarkSequence;
 use crate::synth::{generate_sequence, run_jobs, SynthConfig};
 
@@ -69,18 +69,6 @@ pub struct Take {
     pub landmarks: LandmarkSequence,
     /// The signs in order: class, first and last frame (inclusive).
     pub signs: Vec<(usize, usize, usize)>,
-}
-
-/// Append `n` frames repeating `last` with the hands out of view.
-fn hands_down(out: &mut LandmarkSequence, n: usize, last: &[f32]) {
-    let hands = crate::layout::named_subset("hands").unwrap_or_default();
-    let mut frame = last.to_vec();
-    for &h in &hands {
-        frame[h * 3..h * 3 + 3].fill(f32::NAN);
-    }
-    for _ in 0..n {
-        out.xyz.extend_from_slice(&frame);
-    }
 }
 
 /// Take `index` of `signer` (a pure function of the configs and the arguments).

@@ -6,7 +6,8 @@
 //! at least `min_hops` evaluations becomes a [`SignEvent`] when it ends (another sign wins, the
 //! confidence drops, a gap, or [`StreamingRecognizer::finish`]). Frames without any kept landmark
 //! (hands out of view) are kept as missing data, as in training; a jump in frame numbers larger
-//! than `max_gap_frames` starts a fresh window.
+//! than `max_gap_frames` starts a fresh window. A window in which no hand is visible in any frame
+//! (holistic layout) is not evaluated: it holds no sign.
 //!
 //! Segmentation: when both hands have been out of view for `boundary_frames` frames in a row (the
 //! signer lowered them between signs), the sign in progress is over. It is evaluated one last
@@ -263,6 +264,13 @@ impl StreamingRecognizer {
         Ok(events)
     }
 
+    /// Whether a hand is visible in some frame of the window (always, for layouts without
+    /// hands): a window of the face alone holds no sign, whatever the model makes of it.
+    fn window_has_hands(&self) -> bool {
+        self.hands.is_empty()
+            || self.frames.iter().any(|(_, lms)| self.hands.iter().any(|&i| lms[i].iter().all(|v| !v.is_nan())))
+    }
+
     /// The window as a landmark sequence.
     fn window_sequence(&self) -> LandmarkSequence {
         let mut seq = LandmarkSequence::empty(self.frames.len(), self.points.unwrap_or(0));
@@ -290,7 +298,7 @@ impl StreamingRecognizer {
     /// CTC: decode the window and report the tokens that have settled (all new ones when
     /// `flush`).
     fn decode_window(&mut self, flush: bool) -> Result<Vec<SignEvent>> {
-        if self.frames.len() < 2 {
+        if self.frames.len() < 2 || !self.window_has_hands() {
             return Ok(Vec::new());
         }
         let seq = self.window_sequence();
@@ -333,6 +341,9 @@ impl StreamingRecognizer {
     }
 
     fn evaluate(&mut self) -> Result<Vec<SignEvent>> {
+        if !self.window_has_hands() {
+            return Ok(self.close_run().into_iter().collect());
+        }
         let Some(prepared) = self.prepare_window(self.window_sequence())? else {
             return Ok(self.close_run().into_iter().collect());
         };
