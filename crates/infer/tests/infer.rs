@@ -1108,7 +1108,7 @@ fn pytorch_weights_import_through_the_cli_and_export_as_safetensors() {
 }
 
 /// One continuous-recognition model for the test binary: `configs/ctc.toml` as shipped (12 signs,
-/// sentences of 2-4 signs by 8 signers, 2 held out; about 1.5 minutes on 2 CPU cores).
+/// sentences of 2-4 signs by 8 signers, 2 held out; under a minute on 2 CPU cores).
 fn trained_ctc() -> &'static Trained {
     static CELL: OnceLock<Trained> = OnceLock::new();
     CELL.get_or_init(|| train_with(Some("ctc.toml"), &[]))
@@ -1118,6 +1118,28 @@ fn trained_ctc() -> &'static Trained {
 /// --release` runs them, `cargo quick-test` skips them.
 mod slow {
     use super::*;
+
+    /// `configs/ctc.toml` streamed over continuous takes of 2 signers it never saw (5 takes of 5
+    /// signs each), with 10 hands-down frames between signs and co-articulated without pauses:
+    /// the event F1 the docs state (1.000 and 0.970 measured) holds above the targets (0.95 and
+    /// 0.85), reported within 10 frames of each sign's end.
+    #[test]
+    fn ctc_sign_event_f1_on_fixed_takes_holds() {
+        use infer::eval_stream::{evaluate, StreamEvalOptions};
+        let t = trained_ctc();
+        let model = Arc::new(load_transcriber(&t.run_dir, &cpu(None)).unwrap());
+        let dir = tempfile::tempdir().unwrap();
+        for (pause_frames, target) in [(10, 0.95), (0, 0.85)] {
+            let take = data::takes::TakeConfig { pause_frames, ..Default::default() };
+            let sub = dir.path().join(format!("pauses-{pause_frames}"));
+            let takes = data::takes::write_takes(&sub, &t.cfg.synthetic, &take, 2, 5, false).unwrap();
+            let report = evaluate(model.clone(), &takes, &StreamEvalOptions::default()).unwrap();
+            eprint!("pause_frames {pause_frames}:\n{}", report.render());
+            assert_eq!(report.counts.references, 50);
+            assert!(report.f1 >= target, "F1 below {target}: {}", report.render());
+            assert!(report.median_latency_frames.unwrap() <= 10.0, "{}", report.render());
+        }
+    }
 
     #[test]
     fn ctc_transcripts_evaluation_and_stream_agree_with_the_trainer() {
