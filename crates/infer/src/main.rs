@@ -68,6 +68,13 @@ struct StreamArgs {
     /// Frames with both hands out of view that end a sign (0 = no segmentation at pauses).
     #[arg(long, default_value_t = StreamConfig::default().boundary_frames)]
     boundary_frames: usize,
+    /// Classifiers: the longest stretch between two pauses classified whole, as one sign (0 =
+    /// twice the window).
+    #[arg(long, default_value_t = StreamConfig::default().segment_frames)]
+    segment_frames: usize,
+    /// Classifiers: probability a whole segment's top class needs to be reported as its sign.
+    #[arg(long, default_value_t = StreamConfig::default().segment_threshold)]
+    segment_threshold: f32,
 }
 
 impl StreamArgs {
@@ -78,6 +85,8 @@ impl StreamArgs {
             token_threshold: self.token_threshold,
             window_frames: self.window,
             boundary_frames: self.boundary_frames,
+            segment_frames: self.segment_frames,
+            segment_threshold: self.segment_threshold,
             ..Default::default()
         }
     }

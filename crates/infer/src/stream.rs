@@ -10,11 +10,14 @@
 //! (holistic layout) is not evaluated: it holds no sign.
 //!
 //! Segmentation: when both hands have been out of view for `boundary_frames` frames in a row (the
-//! signer lowered them between signs), the sign in progress is over. It is evaluated one last
-//! time if it had fewer than `min_hops` evaluations (a short sign), reported, and the next sign
-//! starts from an empty window, so no window straddles two signs separated by a pause (such a
-//! window can look like a third sign). Signs run together without a pause still rely on the
-//! run logic alone.
+//! signer lowered them between signs), the sign in progress is over and the next one starts from
+//! an empty window, so no window straddles two signs separated by a pause (such a window can
+//! look like a third sign). A classifier classifies a short segment (the signing between two
+//! pauses, at most `segment_frames` frames: one sign) whole when it ends, as a clip: its top
+//! class is the sign when it reaches `segment_threshold`, and the window events inside it are
+//! held until then (reported only when the whole segment is unsure). A longer segment
+//! (signs run together without a pause) releases its held events and reports window by window,
+//! by the run logic alone.
 //!
 //! A continuous-recognition (CTC) model is decoded instead ([`crate::transcribe`]): every `hop`
 //! frames the window (at most the model's window, so frames are never resampled) is decoded
@@ -56,6 +59,12 @@ pub struct StreamConfig {
     /// (0 keeps every decoded token, as `transcribe` does; CTC tokens are often one- or
     /// two-frame spikes whose mean probability is well below a classifier's).
     pub token_threshold: f32,
+    /// Classifiers with pause segmentation: the longest segment between two pauses classified
+    /// whole when it ends (0 = twice the window).
+    pub segment_frames: usize,
+    /// Classifiers: probability the top class of a whole segment needs to be reported as its
+    /// sign (a segment is signing by construction, so this sits below `threshold`).
+    pub segment_threshold: f32,
 }
 
 impl Default for StreamConfig {
@@ -70,6 +79,8 @@ impl Default for StreamConfig {
             boundary_frames: 5,
             settle_frames: 6,
             token_threshold: 0.0,
+            segment_frames: 0,
+            segment_threshold: 0.3,
         }
     }
 }
@@ -121,6 +132,12 @@ pub struct StreamingRecognizer {
     ctc: bool,
     /// CTC: the last frame of the last reported token.
     reported_until: i64,
+    /// Classifiers: the longest segment classified whole (0 when segments are not classified).
+    segment_limit: usize,
+    /// The segment in progress outgrew `segment_limit`: windows report as they go.
+    long_segment: bool,
+    /// Window events of the short segment in progress, held until it ends.
+    held: Vec<SignEvent>,
 }
 
 impl StreamingRecognizer {
@@ -132,9 +149,10 @@ impl StreamingRecognizer {
             || cfg.min_hops == 0
             || !(0.0..=1.0).contains(&cfg.threshold)
             || !(0.0..=1.0).contains(&cfg.token_threshold)
+            || !(0.0..=1.0).contains(&cfg.segment_threshold)
         {
             return Err(InferError::Unsupported(format!(
-                "stream config needs hop, smoothing, min_hops >= 1 and threshold, token_threshold in [0, 1], got {cfg:?}"
+                "stream config needs hop, smoothing, min_hops >= 1 and threshold, token_threshold, segment_threshold in [0, 1], got {cfg:?}"
             )));
         }
         let ctc = predictor.card().task == models::Task::Ctc;
@@ -149,10 +167,16 @@ impl StreamingRecognizer {
             }
             w => w,
         };
+        let window = window.max(2);
+        let segment_limit = match (ctc, cfg.boundary_frames, cfg.segment_frames) {
+            (true, _, _) | (_, 0, _) => 0,
+            (false, _, 0) => 2 * window,
+            (false, _, n) => n.max(window),
+        };
         Ok(Self {
             model,
             cfg,
-            window: window.max(2),
+            window,
             points: None,
             frames: VecDeque::new(),
             since_eval: 0,
@@ -164,7 +188,16 @@ impl StreamingRecognizer {
             segment_evals: 0,
             ctc,
             reported_until: i64::MIN,
+            segment_limit,
+            long_segment: false,
+            held: Vec::new(),
         })
+    }
+
+    /// Whether the segment in progress is held to be classified whole (a pause-segmented
+    /// classifier, in a segment not yet longer than the limit; set once the layout is known).
+    fn holding(&self) -> bool {
+        self.segment_limit > 0 && !self.hands.is_empty() && !self.long_segment
     }
 
     /// Add one frame (all landmarks of the layout the model was trained on, NaN where missing).
@@ -198,12 +231,7 @@ impl StreamingRecognizer {
                 });
             }
             if frame - last > self.cfg.max_gap_frames {
-                if self.ctc {
-                    events.extend(self.end_segment()?);
-                } else {
-                    events.extend(self.close_run());
-                    self.reset_window();
-                }
+                events.extend(self.end_segment()?);
             }
         }
         self.pushed += 1;
@@ -217,7 +245,13 @@ impl StreamingRecognizer {
             return Ok(events);
         }
         self.frames.push_back((frame, landmarks.to_vec()));
-        while self.frames.len() > self.window {
+        if self.holding() && self.frames.len() > self.segment_limit {
+            // More than one sign's worth without a pause: report window by window from here.
+            self.long_segment = true;
+            events.append(&mut self.held);
+        }
+        let keep = if self.holding() { self.segment_limit } else { self.window };
+        while self.frames.len() > keep {
             self.frames.pop_front();
         }
         self.since_eval += 1;
@@ -226,9 +260,14 @@ impl StreamingRecognizer {
                 self.since_eval = 0;
                 events.extend(self.decode_window(false)?);
             }
-        } else if self.since_eval >= self.cfg.hop && 4 * self.frames.len() >= 3 * self.window {
+        } else if self.since_eval >= self.cfg.hop && 4 * self.frames.len().min(self.window) >= 3 * self.window {
             self.since_eval = 0;
-            events.extend(self.evaluate()?);
+            let found = self.evaluate()?;
+            if self.holding() {
+                self.held.extend(found);
+            } else {
+                events.extend(found);
+            }
         }
         Ok(events)
     }
@@ -244,6 +283,8 @@ impl StreamingRecognizer {
         self.history.clear();
         self.since_eval = 0;
         self.segment_evals = 0;
+        self.long_segment = false;
+        self.held.clear();
     }
 
     /// The sign in the window is over: give a short one (fewer than `min_hops` evaluations) a
@@ -254,27 +295,67 @@ impl StreamingRecognizer {
             self.reset_window();
             return Ok(events);
         }
-        let mut events = Vec::new();
-        if self.segment_evals < self.cfg.min_hops && 4 * self.frames.len() >= self.window && self.since_eval > 0 {
+        let mut events = std::mem::take(&mut self.held);
+        if self.segment_evals < self.cfg.min_hops
+            && 4 * self.frames.len().min(self.window) >= self.window
+            && self.since_eval > 0
+        {
             events.extend(self.evaluate()?);
         }
         let needed = self.cfg.min_hops.min(self.segment_evals.max(1));
         events.extend(self.close_run_with(needed));
+        if self.holding() {
+            if let Some(sign) = self.classify_segment()? {
+                events = vec![sign];
+            }
+        }
         self.reset_window();
         Ok(events)
     }
 
-    /// Whether a hand is visible in some frame of the window (always, for layouts without
-    /// hands): a window of the face alone holds no sign, whatever the model makes of it.
-    fn window_has_hands(&self) -> bool {
-        self.hands.is_empty()
-            || self.frames.iter().any(|(_, lms)| self.hands.iter().any(|&i| lms[i].iter().all(|v| !v.is_nan())))
+    /// The whole short segment classified as one clip: its sign, when the top class reaches
+    /// `segment_threshold`. The clip runs from the first to the last frame with a hand in view
+    /// (the frames of the pause that ended it are not part of the sign).
+    fn classify_segment(&self) -> Result<Option<SignEvent>> {
+        let visible = |f: &(i64, Vec<[f32; 3]>)| self.has_hands(std::iter::once(f));
+        let (Some(first), Some(last)) = (self.frames.iter().position(visible), self.frames.iter().rposition(visible))
+        else {
+            return Ok(None);
+        };
+        let clip = self.frames.range(first..=last);
+        let Some(prepared) = self.prepare_window(self.sequence_of(clip.clone()))? else { return Ok(None) };
+        let probs = self.model().class_probabilities(std::slice::from_ref(&prepared))?.remove(0);
+        let (index, confidence) =
+            probs.iter().enumerate().fold((0, f32::MIN), |b, (i, &p)| if p > b.1 { (i, p) } else { b });
+        Ok((confidence >= self.cfg.segment_threshold).then(|| SignEvent {
+            label: self.model().labels()[index].clone(),
+            index,
+            confidence,
+            start_frame: self.frames[first].0,
+            end_frame: self.frames[last].0,
+        }))
+    }
+
+    /// The last `window` frames (all of them for CTC models, whose frames never exceed it).
+    fn window_frames(&self) -> std::collections::vec_deque::Iter<'_, (i64, Vec<[f32; 3]>)> {
+        self.frames.range(self.frames.len().saturating_sub(self.window)..)
+    }
+
+    /// Whether a hand is visible in some of `frames` (always, for layouts without hands): frames
+    /// of the face alone hold no sign, whatever the model makes of them.
+    fn has_hands<'a>(&self, mut frames: impl Iterator<Item = &'a (i64, Vec<[f32; 3]>)>) -> bool {
+        self.hands.is_empty() || frames.any(|(_, lms)| self.hands.iter().any(|&i| lms[i].iter().all(|v| !v.is_nan())))
     }
 
     /// The window as a landmark sequence.
     fn window_sequence(&self) -> LandmarkSequence {
-        let mut seq = LandmarkSequence::empty(self.frames.len(), self.points.unwrap_or(0));
-        for (t, (id, lms)) in self.frames.iter().enumerate() {
+        self.sequence_of(self.window_frames())
+    }
+
+    /// `frames` as a landmark sequence.
+    fn sequence_of<'a>(&self, frames: impl ExactSizeIterator<Item = &'a (i64, Vec<[f32; 3]>)>) -> LandmarkSequence {
+        let mut seq = LandmarkSequence::empty(frames.len(), self.points.unwrap_or(0));
+        for (t, (id, lms)) in frames.enumerate() {
             seq.frame_ids[t] = *id as i32;
             for (p, v) in lms.iter().enumerate() {
                 seq.set(t, p, *v);
@@ -298,7 +379,7 @@ impl StreamingRecognizer {
     /// CTC: decode the window and report the tokens that have settled (all new ones when
     /// `flush`).
     fn decode_window(&mut self, flush: bool) -> Result<Vec<SignEvent>> {
-        if self.frames.len() < 2 || !self.window_has_hands() {
+        if self.frames.len() < 2 || !self.has_hands(self.frames.iter()) {
             return Ok(Vec::new());
         }
         let seq = self.window_sequence();
@@ -341,7 +422,7 @@ impl StreamingRecognizer {
     }
 
     fn evaluate(&mut self) -> Result<Vec<SignEvent>> {
-        if !self.window_has_hands() {
+        if !self.has_hands(self.window_frames()) {
             return Ok(self.close_run().into_iter().collect());
         }
         let Some(prepared) = self.prepare_window(self.window_sequence())? else {
@@ -362,8 +443,7 @@ impl StreamingRecognizer {
             }
         }
         let (top, conf) = smooth.iter().enumerate().fold((0, f32::MIN), |b, (i, &p)| if p > b.1 { (i, p) } else { b });
-        let (start, end) =
-            (self.frames.front().map(|f| f.0).unwrap_or(0), self.frames.back().map(|f| f.0).unwrap_or(0));
+        let (start, end) = (self.window_frames().next().map_or(0, |f| f.0), self.frames.back().map_or(0, |f| f.0));
         tracing::debug!("window {start}-{end}: top {top} smoothed {conf:.2}");
         let mut events = Vec::new();
         if conf >= self.cfg.threshold {
