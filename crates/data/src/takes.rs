@@ -7,6 +7,9 @@
 //! ```
 //! one line per sign, its first and last frame inclusive, in the recording's frame numbers.
 //!
+//! A dataset's own clips become takes with [`takes_from_dataset`] (a held-out signer's isolated
+//! clips joined by hands-down pauses, as [`join_clips`] does for synthetic ones).
+//!
 //! Synthetic takes ([`generate_take`]) are signed by signers the synthetic training set never
 //! has (ids from [`SynthConfig::signers`] up), in two kinds:
 //! - with pauses: the isolated clips as the dataset records them, one after another, the hands
@@ -19,10 +22,14 @@ use std::path::{Path, PathBuf};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::dataset::read_sample;
 use crate::error::{write_atomic, DataError, Result};
+use crate::index::DatasetIndex;
 use crate::layout::NUM_LANDMARKS;
+use crate::preprocess::PreprocessConfig;
 use crate::sentences::{generate_sentence, hands_down, SentenceConfig};
 use crate::sequence::LandmarkSequence;
+use crate::sequence::Sample;
 use crate::synth::{generate_sequence, run_jobs, SynthConfig};
 
 /// The annotations of `NAME.npy` are in `NAME` + this.
@@ -73,19 +80,7 @@ pub struct Take {
 
 /// Take `index` of `signer` (a pure function of the configs and the arguments).
 pub fn generate_take(signs: &SynthConfig, cfg: &TakeConfig, signer: usize, index: usize) -> Take {
-    let per = NUM_LANDMARKS * 3;
-    let (mut out, mut spans) = (LandmarkSequence::empty(0, NUM_LANDMARKS), Vec::new());
-    let classes: Vec<usize>;
-    if cfg.pause_frames == 0 {
-        let sentence_cfg =
-            SentenceConfig { min_signs: cfg.signs, max_signs: cfg.signs, pause_prob: 0.0, ..SentenceConfig::default() };
-        let s = generate_sentence(signs, &sentence_cfg, signer, 50_000 + index);
-        let first = s.landmarks.xyz[..per].to_vec();
-        hands_down(&mut out, cfg.edge_frames, &first);
-        out.xyz.extend_from_slice(&s.landmarks.xyz);
-        spans = s.spans.iter().map(|&(a, b)| (cfg.edge_frames + a, cfg.edge_frames + b - 1)).collect();
-        classes = s.signs;
-    } else {
+    if cfg.pause_frames > 0 {
         // Random signs, none the same as the one before it (that would be one long sign).
         let mut rng = ChaCha8Rng::seed_from_u64(signs.seed ^ 0x7A6E_5EED ^ ((signer as u64) << 32) ^ index as u64);
         let mut picked: Vec<usize> = Vec::with_capacity(cfg.signs);
@@ -96,22 +91,59 @@ pub fn generate_take(signs: &SynthConfig, cfg: &TakeConfig, signer: usize, index
             }
             picked.push(c);
         }
-        classes = picked;
-        for (k, &class) in classes.iter().enumerate() {
-            let clip = generate_sequence(signs, class, signer, 100 + index * cfg.signs + k);
-            let gap = if k == 0 { cfg.edge_frames } else { cfg.pause_frames };
-            let before =
-                if out.xyz.is_empty() { clip.xyz[..per].to_vec() } else { out.xyz[out.xyz.len() - per..].to_vec() };
-            hands_down(&mut out, gap, &before);
-            let start = out.xyz.len() / per;
-            out.xyz.extend_from_slice(&clip.xyz);
-            spans.push((start, out.xyz.len() / per - 1));
-        }
+        let clips: Vec<LandmarkSequence> = (picked.iter().enumerate())
+            .map(|(k, &class)| generate_sequence(signs, class, signer, 100 + index * cfg.signs + k))
+            .collect();
+        let (landmarks, spans) = join_clips(&clips, cfg);
+        return Take { landmarks, signs: picked.into_iter().zip(spans).map(|(c, (a, b))| (c, a, b)).collect() };
     }
+    let per = NUM_LANDMARKS * 3;
+    let mut out = LandmarkSequence::empty(0, NUM_LANDMARKS);
+    let sentence_cfg =
+        SentenceConfig { min_signs: cfg.signs, max_signs: cfg.signs, pause_prob: 0.0, ..SentenceConfig::default() };
+    let s = generate_sentence(signs, &sentence_cfg, signer, 50_000 + index);
+    let first = s.landmarks.xyz[..per].to_vec();
+    hands_down(&mut out, cfg.edge_frames, &first);
+    out.xyz.extend_from_slice(&s.landmarks.xyz);
+    let spans = s.spans.iter().map(|&(a, b)| (cfg.edge_frames + a, cfg.edge_frames + b - 1));
     let last = out.xyz[out.xyz.len() - per..].to_vec();
     hands_down(&mut out, cfg.edge_frames, &last);
     out.frame_ids = (0..(out.xyz.len() / per) as i32).collect();
-    Take { landmarks: out, signs: classes.into_iter().zip(spans).map(|(c, (a, b))| (c, a, b)).collect() }
+    Take { landmarks: out, signs: s.signs.into_iter().zip(spans).map(|(c, (a, b))| (c, a, b)).collect() }
+}
+
+/// Isolated clips (543-point landmarks, at least one frame each) as one recording: `edge_frames`
+/// frames with the hands out of view, then each clip as recorded, `pause_frames` hands-down
+/// frames between two (none: the clips butt-joined), `edge_frames` at the end. Returns the
+/// recording (frame numbers `0..frames`) and each clip's first and last frame.
+pub fn join_clips(clips: &[LandmarkSequence], cfg: &TakeConfig) -> (LandmarkSequence, Vec<(usize, usize)>) {
+    let per = NUM_LANDMARKS * 3;
+    let (mut out, mut spans) = (LandmarkSequence::empty(0, NUM_LANDMARKS), Vec::with_capacity(clips.len()));
+    for (k, clip) in clips.iter().enumerate() {
+        let gap = if k == 0 { cfg.edge_frames } else { cfg.pause_frames };
+        let before = if out.xyz.is_empty() { &clip.xyz[..per] } else { &out.xyz[out.xyz.len() - per..] }.to_vec();
+        hands_down(&mut out, gap, &before);
+        let start = out.xyz.len() / per;
+        out.xyz.extend_from_slice(&clip.xyz);
+        spans.push((start, out.xyz.len() / per - 1));
+    }
+    if let Some(last) = out.xyz.len().checked_sub(per).map(|i| out.xyz[i..].to_vec()) {
+        hands_down(&mut out, cfg.edge_frames, &last);
+    }
+    out.frame_ids = (0..(out.xyz.len() / per) as i32).collect();
+    (out, spans)
+}
+
+/// Write `seq` as `path` (`.npy`, `[frames, points, 3]`) and its annotations beside it (`signs`:
+/// label, first and last frame).
+pub fn write_take<'a>(
+    path: &Path,
+    seq: &LandmarkSequence,
+    signs: impl IntoIterator<Item = (&'a str, usize, usize)>,
+) -> Result<()> {
+    crate::npy::write_npy(path, &[seq.frames(), seq.points, 3], &seq.xyz)?;
+    let rows = signs.into_iter().map(|(label, a, b)| (label, a as i64, b as i64));
+    write_atomic(&annotation_path(path), annotation_text(rows).as_bytes())
 }
 
 /// Write `per_signer` takes of each of `signers` unseen signers (ids `signs.signers..`) under
@@ -135,12 +167,81 @@ pub fn write_takes(
     run_jobs(&jobs, "takes", progress, |&(signer, j)| {
         let take = generate_take(signs, cfg, signer, j);
         let path = dir.join(format!("take-{signer}-{j:03}.npy"));
-        let seq = &take.landmarks;
-        crate::npy::write_npy(&path, &[seq.frames(), seq.points, 3], &seq.xyz)?;
-        let rows = take.signs.iter().map(|&(c, a, b)| (labels[c].as_str(), a as i64, b as i64));
-        write_atomic(&annotation_path(&path), annotation_text(rows).as_bytes())?;
+        write_take(&path, &take.landmarks, take.signs.iter().map(|&(c, a, b)| (labels[c].as_str(), a, b)))?;
         Ok(path)
     })
+}
+
+/// The clips of a dataset's signers `positions` (entries of `index`) as takes under `dir`: for
+/// each signer, its clips in an order drawn from `seed` (no sign right after itself where the
+/// signer's clips allow), `cfg.signs` to a take, joined by [`join_clips`], written as
+/// `take-<signer>-<n>.npy` (the signer's name reduced to letters, digits, `-` and `_`, after
+/// its ordinal) with annotations in the dataset's label names. Clips are read as the model
+/// reads them (`pre`: `.pose` components); a clip that cannot be read or is not in the 543-point
+/// layout is passed over and named in the returned list beside the takes.
+pub fn takes_from_dataset(
+    index: &DatasetIndex,
+    positions: &[usize],
+    pre: &PreprocessConfig,
+    cfg: &TakeConfig,
+    seed: u64,
+    dir: &Path,
+) -> Result<(Vec<PathBuf>, Vec<String>)> {
+    if cfg.signs == 0 {
+        return Err(DataError::Config { key: "signs".into(), message: "a take needs at least one sign".into() });
+    }
+    let mut signers: Vec<&str> = positions.iter().map(|&i| index.entries[i].group.as_str()).collect();
+    signers.sort_unstable();
+    signers.dedup();
+    std::fs::create_dir_all(dir).map_err(|e| DataError::io(dir, e))?;
+    let (mut written, mut skipped) = (Vec::new(), Vec::new());
+    for (ordinal, signer) in signers.iter().enumerate() {
+        let mut mine: Vec<usize> = positions.iter().copied().filter(|&i| index.entries[i].group == *signer).collect();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ (ordinal as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        for k in (1..mine.len()).rev() {
+            mine.swap(k, rng.random_range(0..=k));
+        }
+        for k in 1..mine.len() {
+            // A sign right after itself would be one long sign: swap a later, different one in.
+            if index.entries[mine[k]].label == index.entries[mine[k - 1]].label {
+                if let Some(j) =
+                    (k + 1..mine.len()).find(|&j| index.entries[mine[j]].label != index.entries[mine[k]].label)
+                {
+                    mine.swap(k, j);
+                }
+            }
+        }
+        let mut clips: Vec<(usize, LandmarkSequence)> = Vec::with_capacity(mine.len());
+        for &i in &mine {
+            let e = &index.entries[i];
+            match read_sample(index.format, &e.path, e.sequence, pre) {
+                Ok(Sample::Landmarks(seq)) if seq.points == NUM_LANDMARKS && seq.frames() > 0 => {
+                    clips.push((e.label, seq))
+                }
+                Ok(Sample::Landmarks(seq)) => skipped.push(format!(
+                    "{}: {} points in {} frames; takes need the {NUM_LANDMARKS}-point layout and a frame",
+                    e.describe(),
+                    seq.points,
+                    seq.frames()
+                )),
+                Ok(Sample::Features(_)) => {
+                    skipped.push(format!("{}: feature vectors, not landmarks (a take needs landmarks)", e.describe()))
+                }
+                Err(err) => skipped.push(err.to_string()),
+            }
+        }
+        let name: String =
+            signer.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+        for (n, chunk) in clips.chunks(cfg.signs).enumerate() {
+            let seqs: Vec<LandmarkSequence> = chunk.iter().map(|(_, s)| s.clone()).collect();
+            let (take, spans) = join_clips(&seqs, cfg);
+            let path = dir.join(format!("take-{ordinal:02}-{name}-{n:03}.npy"));
+            let rows = chunk.iter().zip(spans).map(|((label, _), (a, b))| (index.labels[*label].as_str(), a, b));
+            write_take(&path, &take, rows)?;
+            written.push(path);
+        }
+    }
+    Ok((written, skipped))
 }
 
 #[cfg(test)]

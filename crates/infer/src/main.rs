@@ -135,6 +135,39 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Turn a dataset's isolated clips into takes for `eval-stream`: each signer's clips (by
+    /// default the signers the model's training held out) joined into recordings of --signs
+    /// signs with --pause-frames hands-down frames between them, each with its annotation file.
+    MakeTakes {
+        /// Run directory or model directory: its card names the held-out signers and the
+        /// preprocessing that reads the clips (`.pose` components).
+        #[arg(long)]
+        model: PathBuf,
+        /// Dataset root (ISLR, npy/npz or .pose layout, 543-point landmarks).
+        #[arg(long)]
+        data: PathBuf,
+        /// Output directory (created; must be new or empty).
+        #[arg(long)]
+        to: PathBuf,
+        /// Whose clips: valid (the signers the model's training held out), train or all.
+        #[arg(long, value_enum, default_value_t = SplitKind::Valid)]
+        split: SplitKind,
+        /// For valid/train: the held-out share of signers (default: the model card's split).
+        #[arg(long)]
+        valid_fraction: Option<f64>,
+        /// For valid/train: the split seed (default: the model card's split).
+        #[arg(long)]
+        split_seed: Option<u64>,
+        /// Signs per take.
+        #[arg(long, default_value_t = data::takes::TakeConfig::default().signs)]
+        signs: usize,
+        /// Frames with the hands out of view between two signs (0: the clips butt-joined).
+        #[arg(long, default_value_t = data::takes::TakeConfig::default().pause_frames)]
+        pause_frames: usize,
+        /// Seed of the order of each signer's clips.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
     /// Score live recognition per sign event: stream continuous recordings ("takes", each with a
     /// NAME.events.csv of `label,start_frame,end_frame` lines beside it) through the streaming
     /// recognizer and report precision, recall and F1 of the sign events, missed, false and
@@ -521,6 +554,36 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 eprintln!("{bad} input lines could not be read");
                 return Ok(ExitCode::from(1));
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::MakeTakes { model, data, to, split, valid_fraction, split_seed, signs, pause_frames, seed } => {
+            bundle::layout::check_new_dir(&to, "the takes", "; choose another --to")?;
+            let card = bundle::card::read_card(&bundle::layout::find_model_dir(&model)?)?;
+            let split = resolve_split(split, &card, valid_fraction, split_seed)?;
+            let index = data::index::open(&data)?;
+            if index.continuous.is_some() {
+                bail!("{}: a continuous dataset; make-takes joins isolated sign clips", data.display());
+            }
+            let positions = split.positions(&index);
+            if positions.is_empty() {
+                bail!("{}: no sequence in split {split}", data.display());
+            }
+            let take = data::takes::TakeConfig { signs, pause_frames, ..Default::default() };
+            let (written, skipped) =
+                data::takes::takes_from_dataset(&index, &positions, &card.preprocess, &take, seed, &to)?;
+            for reason in &skipped {
+                eprintln!("warning: skipped {reason}");
+            }
+            if written.is_empty() {
+                bail!("{}: none of the {} clips of split {split} could be read", data.display(), positions.len());
+            }
+            println!(
+                "wrote {} takes of up to {signs} signs ({} clips, {} skipped) to {}",
+                written.len(),
+                positions.len() - skipped.len(),
+                skipped.len(),
+                to.display()
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::EvalStream { model, input, stream, fps, precision, json } => {

@@ -236,6 +236,72 @@ fn frames_of(seq: &LandmarkSequence) -> Vec<Vec<[f32; 3]>> {
     (0..seq.frames()).map(|t| (0..seq.points).map(|p| seq.at(t, p)).collect()).collect()
 }
 
+/// `infer make-takes`: the held-out signers' clips of a dataset joined into takes (3 signs each,
+/// hands-down pauses), annotated with the clips' own spans and labels, then scored by
+/// `eval-stream`; an output directory that holds files is refused and left as it was.
+#[test]
+fn dataset_clips_become_takes_of_the_held_out_signers() {
+    let t = trained();
+    let pre = data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap();
+    let root = trainer::resolve::prepare_data(&t.cfg, &pre, false).unwrap().root;
+    let index = data::index::open(&root).unwrap();
+    let card = bundle::card::read_card(&t.run_dir.join("model")).unwrap();
+    let held: Vec<usize> = infer::eval::Split::from_card(&card, true).unwrap().positions(&index);
+    let frames_of_clip = |i: usize| {
+        let e = &index.entries[i];
+        data::dataset::read_sample(index.format, &e.path, e.sequence, &t.cfg.preprocess).unwrap().frames()
+    };
+    let signers: std::collections::BTreeSet<&str> = held.iter().map(|&i| index.entries[i].group.as_str()).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let takes_dir = dir.path().join("takes");
+    let infer = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_infer"))
+            .args(args)
+            .args(["--model", &t.run_dir.display().to_string(), "--device", "cpu"])
+            .output()
+            .unwrap()
+    };
+    let make = |to: &Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_infer"))
+            .args(["make-takes", "--signs", "3", "--data", &root.display().to_string(), "--to"])
+            .arg(to)
+            .args(["--model", &t.run_dir.display().to_string()])
+            .output()
+            .unwrap()
+    };
+    let out = make(&takes_dir);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let takes = infer::eval_stream::find_takes(&takes_dir).unwrap();
+    let per_signer: usize =
+        signers.iter().map(|g| held.iter().filter(|&&i| index.entries[i].group == *g).count().div_ceil(3)).sum();
+    assert_eq!(takes.len(), per_signer, "{takes:?}");
+    // Every clip once: the annotated spans hold as many frames as the held-out clips, each span
+    // inside its recording and named by a label of the model.
+    let mut annotated = 0;
+    for take in &takes {
+        let recording = data::npy::read_npy(take).unwrap();
+        let text = std::fs::read_to_string(data::takes::annotation_path(take)).unwrap();
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split(',').collect();
+            let (a, b): (usize, usize) = (f[1].parse().unwrap(), f[2].parse().unwrap());
+            assert!(b < recording.frames() && card.labels.iter().any(|l| l == f[0]), "{line} in {take:?}");
+            annotated += b - a + 1;
+        }
+    }
+    assert_eq!(annotated, held.iter().map(|&i| frames_of_clip(i)).sum::<usize>());
+    let out = infer(&["eval-stream", "--json", "--input", &takes_dir.display().to_string()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["counts"]["references"].as_u64(), Some(held.len() as u64));
+    assert!(report["f1"].as_f64().unwrap() >= 0.8, "{report}");
+    // Output into a directory of files is refused, and they stay as they were.
+    let before = std::fs::read_dir(&takes_dir).unwrap().count();
+    let out = make(&takes_dir);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("is not empty") && err.contains("--to"), "{err}");
+    assert_eq!(std::fs::read_dir(&takes_dir).unwrap().count(), before);
+}
+
 /// Continuous takes of an unseen signer (isolated clips joined by 10-frame pauses with the
 /// hands out of view), written as `.npy` recordings with their `.events.csv`, scored per sign
 /// event by the library and the CLI alike; bad annotations are errors naming the file and line.
