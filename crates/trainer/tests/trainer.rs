@@ -2801,9 +2801,20 @@ fn golden_files_of_this_release_load_resume_and_hold_their_format() {
         let cfg = ExperimentConfig::from_file(&path).unwrap();
         let mut text: toml::Value = toml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let written: toml::Value = toml::from_str(&cfg.to_toml()).unwrap();
-        // Written before `config_version` existed: it reads as version 1 and gains the key.
-        assert!(text.get("config_version").is_none() && cfg.config_version == 1);
-        text.as_table_mut().unwrap().insert("config_version".into(), 1.into());
+        // Keys added to version 1 since the fixture was written, each with the default that
+        // means what a file without it meant: the fixture reads with them and gains them. A key
+        // added without a line here (or a renamed or dropped one) fails below.
+        let added: [(Option<&str>, &str, toml::Value); 2] =
+            [(None, "config_version", 1.into()), (Some("sentences"), "rest_prob", 0.0.into())];
+        assert_eq!(cfg.config_version, 1);
+        for (section, key, value) in added {
+            let table = text.as_table_mut().unwrap();
+            let table = match section {
+                Some(name) => table.get_mut(name).and_then(toml::Value::as_table_mut).unwrap(),
+                None => table,
+            };
+            assert!(table.insert(key.into(), value).is_none(), "{run}/config.toml already has `{key}`");
+        }
         assert_eq!(written, text, "{run}/config.toml no longer reads back as written");
         for (step, dir) in trainer::checkpoint::list(&golden.join(run)) {
             let state = trainer::checkpoint::read_state(&dir).unwrap();
