@@ -127,6 +127,34 @@ impl DataError {
     }
 }
 
+/// Open `path` for reading if it is a regular file (a symlink to one is followed). A device, a
+/// FIFO, a socket or a directory named by a dataset's index is refused before it is opened: a
+/// FIFO would block the open forever, and `/dev/zero` would be read until memory ran out.
+pub fn open_regular(path: &Path) -> Result<std::fs::File> {
+    let meta = std::fs::metadata(path).map_err(|e| DataError::io(path, e))?;
+    if !meta.is_file() {
+        return Err(DataError::invalid(path, "not a regular file (a device, FIFO, socket or directory)"));
+    }
+    std::fs::File::open(path).map_err(|e| DataError::io(path, e))
+}
+
+/// The bytes of the regular file `path` ([`open_regular`]), at most as many as its size said when
+/// it was opened (a file that grows while it is read is refused, not followed).
+pub fn read_regular(path: &Path) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let file = open_regular(path)?;
+    let len = file.metadata().map_err(|e| DataError::io(path, e))?.len();
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(len as usize)
+        .map_err(|_| DataError::invalid(path, format!("{len} bytes do not fit in memory")))?;
+    file.take(len + 1).read_to_end(&mut bytes).map_err(|e| DataError::io(path, e))?;
+    if bytes.len() as u64 > len {
+        return Err(DataError::invalid(path, format!("grew past its {len} bytes while it was read")));
+    }
+    Ok(bytes)
+}
+
 /// The prefix of this process's temporary files: `.tmp-PID-`.
 fn temp_prefix() -> String {
     format!(".tmp-{}-", std::process::id())
@@ -180,6 +208,25 @@ pub fn sweep_temp_files(dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A FIFO, `/dev/zero` behind a symlink and a directory are refused before they are read (the
+    /// first would block, the second fill memory); a regular file, also behind a symlink, reads.
+    #[test]
+    fn only_regular_files_are_read() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let fifo = dir.join("fifo.npy");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        std::os::unix::fs::symlink("/dev/zero", dir.join("zero.npy")).unwrap();
+        std::fs::create_dir(dir.join("dir.npy")).unwrap();
+        for name in ["fifo.npy", "zero.npy", "dir.npy"] {
+            let e = read_regular(&dir.join(name)).unwrap_err().to_string();
+            assert!(e.contains(name) && e.contains("not a regular file"), "{e}");
+        }
+        std::fs::write(dir.join("real.npy"), b"bytes").unwrap();
+        std::os::unix::fs::symlink(dir.join("real.npy"), dir.join("link.npy")).unwrap();
+        assert_eq!(read_regular(&dir.join("link.npy")).unwrap(), b"bytes");
+    }
 
     #[test]
     fn only_temp_files_of_dead_writers_are_swept() {

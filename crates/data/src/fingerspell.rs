@@ -5,7 +5,6 @@
 //! same as the ISLR data, with their phrase as the target.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -82,7 +81,7 @@ pub fn open(root: &Path) -> Result<Vec<PhraseEntry>> {
 /// Read every sequence of one wide parquet file, by `sequence_id` (ascending), each with its frames
 /// sorted by frame number. Missing coordinates (null or NaN) are NaN.
 pub fn read_file(path: &Path) -> Result<Vec<(i64, LandmarkSequence)>> {
-    let file = File::open(path).map_err(|e| DataError::io(path, e))?;
+    let file = crate::error::open_regular(path)?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| parquet_err(path, e))?;
     let schema = builder.schema().clone();
     let position = |name: &str| schema.index_of(name).ok();

@@ -2,7 +2,6 @@
 //! (frame, landmark): `frame, row_id, type, landmark_index, x, y, z`.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -99,7 +98,7 @@ impl Codec {
 /// (`SNAPPY`, `ZSTD(ZstdLevel(1))`, …), deduplicated.
 pub fn codecs(path: &Path) -> Result<Vec<String>> {
     use parquet::file::reader::FileReader;
-    let file = File::open(path).map_err(|e| DataError::io(path, e))?;
+    let file = crate::error::open_regular(path)?;
     let reader = parquet::file::reader::SerializedFileReader::new(file).map_err(|e| parquet_err(path, e))?;
     let mut out: Vec<String> = reader
         .metadata()
@@ -130,7 +129,7 @@ pub(crate) fn cast(path: &Path, col: &ArrayRef, to: &DataType) -> Result<ArrayRe
 /// number; gaps in the numbering are kept in `frame_ids`, not filled. Null or NaN coordinates
 /// become `NaN`.
 pub fn read_parquet(path: &Path) -> Result<LandmarkSequence> {
-    let file = File::open(path).map_err(|e| DataError::io(path, e))?;
+    let file = crate::error::open_regular(path)?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| parquet_err(path, e))?;
     let schema = builder.schema().clone();
     let found = || schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ");

@@ -28,7 +28,7 @@ pub struct Array {
 /// Read a `.npy` file as a [`Sample`]: 2-D arrays are feature sequences, 3-D arrays with a last
 /// axis of 2 or 3 are landmark sequences (a missing z becomes NaN).
 pub fn read_npy(path: &Path) -> Result<Sample> {
-    let bytes = std::fs::read(path).map_err(|e| DataError::io(path, e))?;
+    let bytes = crate::error::read_regular(path)?;
     let array = decode(&bytes).map_err(|m| DataError::invalid(path, m))?;
     to_sample(path, array)
 }
@@ -58,7 +58,7 @@ pub fn read_npz(path: &Path) -> Result<Sample> {
 
 /// Every array of an `.npz` archive, by name (the member name without `.npy`), in archive order.
 pub fn read_npz_arrays(path: &Path) -> Result<Vec<(String, Array)>> {
-    let file = std::fs::File::open(path).map_err(|e| DataError::io(path, e))?;
+    let file = crate::error::open_regular(path)?;
     let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file))
         .map_err(|e| DataError::invalid(path, format!("not a readable .npz (zip) archive: {e}")))?;
     let mut out = Vec::new();

@@ -109,7 +109,7 @@ impl<'a> Reader<'a> {
 
 /// Read a `.pose` file.
 pub fn read_pose(path: &Path) -> Result<PoseFile> {
-    let bytes = std::fs::read(path).map_err(|e| DataError::io(path, e))?;
+    let bytes = crate::error::read_regular(path)?;
     decode(&bytes).map_err(|m| DataError::invalid(path, format!("not a readable .pose file: {m}")))
 }
 
