@@ -235,7 +235,7 @@ impl StreamingRecognizer {
             }
         }
         self.pushed += 1;
-        let handless = !self.hands.is_empty() && self.hands.iter().all(|&i| landmarks[i].iter().all(|v| v.is_nan()));
+        let handless = !self.hands.is_empty() && !self.hand_in_view(landmarks);
         self.handless = if handless { self.handless + 1 } else { 0 };
         if self.cfg.boundary_frames > 0 && self.handless >= self.cfg.boundary_frames {
             // Hands lowered between signs: end the sign once, then skip the pause's frames.
@@ -278,9 +278,11 @@ impl StreamingRecognizer {
         self.end_segment()
     }
 
+    /// Start from an empty window: its frames, evaluations, run and held events are gone.
     fn reset_window(&mut self) {
         self.frames.clear();
         self.history.clear();
+        self.run = None;
         self.since_eval = 0;
         self.segment_evals = 0;
         self.long_segment = false;
@@ -295,6 +297,12 @@ impl StreamingRecognizer {
             self.reset_window();
             return Ok(events);
         }
+        if self.holding() {
+            if let Some(sign) = self.classify_segment()? {
+                self.reset_window();
+                return Ok(vec![sign]);
+            }
+        }
         let mut events = std::mem::take(&mut self.held);
         if self.segment_evals < self.cfg.min_hops
             && 4 * self.frames.len().min(self.window) >= self.window
@@ -304,11 +312,6 @@ impl StreamingRecognizer {
         }
         let needed = self.cfg.min_hops.min(self.segment_evals.max(1));
         events.extend(self.close_run_with(needed));
-        if self.holding() {
-            if let Some(sign) = self.classify_segment()? {
-                events = vec![sign];
-            }
-        }
         self.reset_window();
         Ok(events)
     }
@@ -317,7 +320,7 @@ impl StreamingRecognizer {
     /// `segment_threshold`. The clip runs from the first to the last frame with a hand in view
     /// (the frames of the pause that ended it are not part of the sign).
     fn classify_segment(&self) -> Result<Option<SignEvent>> {
-        let visible = |f: &(i64, Vec<[f32; 3]>)| self.has_hands(std::iter::once(f));
+        let visible = |f: &(i64, Vec<[f32; 3]>)| self.hand_in_view(&f.1);
         let (Some(first), Some(last)) = (self.frames.iter().position(visible), self.frames.iter().rposition(visible))
         else {
             return Ok(None);
@@ -341,10 +344,16 @@ impl StreamingRecognizer {
         self.frames.range(self.frames.len().saturating_sub(self.window)..)
     }
 
+    /// Whether a hand point of the frame `landmarks` is in view (has a coordinate; recordings
+    /// without z carry it as NaN).
+    fn hand_in_view(&self, landmarks: &[[f32; 3]]) -> bool {
+        self.hands.iter().any(|&i| landmarks[i].iter().any(|v| !v.is_nan()))
+    }
+
     /// Whether a hand is visible in some of `frames` (always, for layouts without hands): frames
     /// of the face alone hold no sign, whatever the model makes of them.
     fn has_hands<'a>(&self, mut frames: impl Iterator<Item = &'a (i64, Vec<[f32; 3]>)>) -> bool {
-        self.hands.is_empty() || frames.any(|(_, lms)| self.hands.iter().any(|&i| lms[i].iter().all(|v| !v.is_nan())))
+        self.hands.is_empty() || frames.any(|(_, lms)| self.hand_in_view(lms))
     }
 
     /// The window as a landmark sequence.

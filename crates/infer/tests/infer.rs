@@ -492,6 +492,11 @@ fn streaming_emits_concatenated_signs_in_order() {
     // Exactly the signs, in order: the pauses end each sign, so no window straddles two signs
     // (before segmentation a straddling window was reported as a third sign: [3, 2, 1, 2]).
     assert_eq!(got, classes.to_vec(), "events {events:?}");
+    // A recording without z (NaN, as `[x, y]` points and 2-coordinate files give it) shows its
+    // hands as well: the same signs.
+    let xy: Vec<Vec<[f32; 3]>> = frames.iter().map(|f| f.iter().map(|p| [p[0], p[1], f32::NAN]).collect()).collect();
+    let xy_got: Vec<usize> = stream(&xy, StreamConfig::default(), true).iter().map(|e| e.index).collect();
+    assert_eq!(xy_got, got, "without z");
     // Without segmentation the straddling windows are back: the pause rule is what removes them,
     // and the signs are still found in order.
     let plain = stream(&frames, StreamConfig { boundary_frames: 0, ..Default::default() }, false);
