@@ -97,19 +97,13 @@ pub fn generate_take(signs: &SynthConfig, cfg: &TakeConfig, signer: usize, index
         let (landmarks, spans) = join_clips(&clips, cfg);
         return Take { landmarks, signs: picked.into_iter().zip(spans).map(|(c, (a, b))| (c, a, b)).collect() };
     }
-    let per = NUM_LANDMARKS * 3;
-    let mut out = LandmarkSequence::empty(0, NUM_LANDMARKS);
+    // The co-articulated sentence is one clip between the take's edges; its signs keep their spans.
     let sentence_cfg =
         SentenceConfig { min_signs: cfg.signs, max_signs: cfg.signs, pause_prob: 0.0, ..SentenceConfig::default() };
     let s = generate_sentence(signs, &sentence_cfg, signer, 50_000 + index);
-    let first = s.landmarks.xyz[..per].to_vec();
-    hands_down(&mut out, cfg.edge_frames, &first);
-    out.xyz.extend_from_slice(&s.landmarks.xyz);
+    let (landmarks, _) = join_clips(std::slice::from_ref(&s.landmarks), cfg);
     let spans = s.spans.iter().map(|&(a, b)| (cfg.edge_frames + a, cfg.edge_frames + b - 1));
-    let last = out.xyz[out.xyz.len() - per..].to_vec();
-    hands_down(&mut out, cfg.edge_frames, &last);
-    out.frame_ids = (0..(out.xyz.len() / per) as i32).collect();
-    Take { landmarks: out, signs: s.signs.into_iter().zip(spans).map(|(c, (a, b))| (c, a, b)).collect() }
+    Take { landmarks, signs: s.signs.into_iter().zip(spans).map(|(c, (a, b))| (c, a, b)).collect() }
 }
 
 /// Isolated clips (543-point landmarks, at least one frame each) as one recording: `edge_frames`
@@ -211,12 +205,13 @@ pub fn takes_from_dataset(
                 }
             }
         }
-        let mut clips: Vec<(usize, LandmarkSequence)> = Vec::with_capacity(mine.len());
+        let (mut labels, mut clips) = (Vec::with_capacity(mine.len()), Vec::with_capacity(mine.len()));
         for &i in &mine {
             let e = &index.entries[i];
             match read_sample(index.format, &e.path, e.sequence, pre) {
                 Ok(Sample::Landmarks(seq)) if seq.points == NUM_LANDMARKS && seq.frames() > 0 => {
-                    clips.push((e.label, seq))
+                    labels.push(e.label);
+                    clips.push(seq);
                 }
                 Ok(Sample::Landmarks(seq)) => skipped.push(format!(
                     "{}: {} points in {} frames; takes need the {NUM_LANDMARKS}-point layout and a frame",
@@ -232,11 +227,10 @@ pub fn takes_from_dataset(
         }
         let name: String =
             signer.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
-        for (n, chunk) in clips.chunks(cfg.signs).enumerate() {
-            let seqs: Vec<LandmarkSequence> = chunk.iter().map(|(_, s)| s.clone()).collect();
-            let (take, spans) = join_clips(&seqs, cfg);
+        for (n, (chunk, chunk_labels)) in clips.chunks(cfg.signs).zip(labels.chunks(cfg.signs)).enumerate() {
+            let (take, spans) = join_clips(chunk, cfg);
             let path = dir.join(format!("take-{ordinal:02}-{name}-{n:03}.npy"));
-            let rows = chunk.iter().zip(spans).map(|((label, _), (a, b))| (index.labels[*label].as_str(), a, b));
+            let rows = chunk_labels.iter().zip(spans).map(|(&label, (a, b))| (index.labels[label].as_str(), a, b));
             write_take(&path, &take, rows)?;
             written.push(path);
         }
