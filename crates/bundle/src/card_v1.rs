@@ -439,6 +439,38 @@ impl From<SplitV1> for TrainingSplit {
     }
 }
 
+impl From<Decoder> for DecoderV1 {
+    fn from(d: Decoder) -> Self {
+        match d {
+            Decoder::Greedy => Self::Greedy,
+            Decoder::Beam => Self::Beam,
+        }
+    }
+}
+
+impl From<DecoderV1> for Decoder {
+    fn from(d: DecoderV1) -> Self {
+        match d {
+            DecoderV1::Greedy => Self::Greedy,
+            DecoderV1::Beam => Self::Beam,
+        }
+    }
+}
+
+impl From<Scores> for ScoresV1 {
+    fn from(s: Scores) -> Self {
+        let Scores { nld, cer, wer, sequence_accuracy } = s;
+        Self { nld, cer, wer, sequence_accuracy }
+    }
+}
+
+impl From<ScoresV1> for Scores {
+    fn from(s: ScoresV1) -> Self {
+        let ScoresV1 { nld, cer, wer, sequence_accuracy } = s;
+        Self { nld, cer, wer, sequence_accuracy }
+    }
+}
+
 impl From<&CtcCard> for CtcV1 {
     fn from(c: &CtcCard) -> Self {
         let CtcCard { unit, decode, valid, lexicon } = c.clone();
@@ -448,20 +480,8 @@ impl From<&CtcCard> for CtcV1 {
                 Unit::Character => UnitV1::Character,
                 Unit::Gloss => UnitV1::Gloss,
             },
-            decode: DecodeV1 {
-                decoder: match decoder {
-                    Decoder::Greedy => DecoderV1::Greedy,
-                    Decoder::Beam => DecoderV1::Beam,
-                },
-                beam_width,
-                lexicon: lexicon_file,
-            },
-            valid: valid.map(|Scores { nld, cer, wer, sequence_accuracy }| ScoresV1 {
-                nld,
-                cer,
-                wer,
-                sequence_accuracy,
-            }),
+            decode: DecodeV1 { decoder: decoder.into(), beam_width, lexicon: lexicon_file },
+            valid: valid.map(ScoresV1::from),
             lexicon,
         }
     }
@@ -476,20 +496,8 @@ impl From<CtcV1> for CtcCard {
                 UnitV1::Character => Unit::Character,
                 UnitV1::Gloss => Unit::Gloss,
             },
-            decode: DecodeConfig {
-                decoder: match decoder {
-                    DecoderV1::Greedy => Decoder::Greedy,
-                    DecoderV1::Beam => Decoder::Beam,
-                },
-                beam_width,
-                lexicon: lexicon_file,
-            },
-            valid: valid.map(|ScoresV1 { nld, cer, wer, sequence_accuracy }| Scores {
-                nld,
-                cer,
-                wer,
-                sequence_accuracy,
-            }),
+            decode: DecodeConfig { decoder: decoder.into(), beam_width, lexicon: lexicon_file },
+            valid: valid.map(Scores::from),
             lexicon,
         }
     }

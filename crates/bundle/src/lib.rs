@@ -7,6 +7,7 @@
 //! - [`card`]: `model.json`, the [`ModelCard`] (architecture, preprocessing, labels, provenance,
 //!   and the [`TrainingSplit`] the model was validated on), read and written through
 //!   [`card_v1`], the frozen document of format version 1;
+//! - [`state_v1`]: a checkpoint's `state.json` (the trainer's loop state), frozen as version 1;
 //! - [`weights`]: saving and loading weights (`model.mpk`) with shape checks;
 //! - [`atomic`]: atomic file writes and directories staged under a temporary name;
 //! - [`manifest`]: sizes and CRC-32s of a staged directory's files, checked before loading;
@@ -31,6 +32,7 @@ pub mod card_v1;
 pub mod layout;
 pub mod manifest;
 pub mod pickle;
+pub mod state_v1;
 pub mod torch;
 pub mod torch_file;
 pub mod weights;

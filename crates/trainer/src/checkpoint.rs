@@ -15,8 +15,8 @@ use crate::config::{CheckpointConfig, ExperimentConfig};
 use crate::optim::Optim;
 use crate::{Result, TrainBackend, TrainError};
 
-/// Version of `state.json`.
-pub const STATE_FORMAT: u32 = 1;
+/// Version of `state.json` this release writes.
+pub const STATE_FORMAT: u32 = bundle::state_v1::STATE_FORMAT_V1;
 
 /// One epoch's figures (also the `kind=epoch` rows of `metrics.csv`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,8 +95,9 @@ impl ModelSignature {
     }
 }
 
-/// The loop's position and history.
+/// The loop's position and history, on disk as `bundle::state_v1::StateV1` (`state.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(into = "bundle::state_v1::StateV1", from = "bundle::state_v1::StateV1")]
 pub struct TrainState {
     /// [`STATE_FORMAT`] of the writer.
     pub format: u32,
@@ -129,18 +130,14 @@ pub struct TrainState {
     /// The model this state belongs to.
     pub signature: ModelSignature,
     /// The micro-batch size `batch_in_epoch` counts in (0: unknown, the run's own).
-    #[serde(default)]
     pub micro_batch: usize,
     /// Device faults the run survived.
-    #[serde(default)]
     pub device_faults: Vec<crate::fault::DeviceFault>,
     /// The running sums of the epoch in progress (zero at an epoch boundary), so an epoch
     /// continued after a resume reports the figures of an uninterrupted one.
-    #[serde(default)]
     pub epoch_sums: RunningSums,
     /// The running sums of the logging window in progress (the `kind=step` rows of
     /// `metrics.csv`), for the same reason.
-    #[serde(default)]
     pub window_sums: RunningSums,
 }
 
@@ -249,15 +246,17 @@ pub fn list(run_dir: &Path) -> Vec<(usize, PathBuf)> {
 pub fn read_state(dir: &Path) -> Result<TrainState> {
     let path = dir.join(layout::STATE_FILE);
     let text = std::fs::read_to_string(&path).map_err(|e| TrainError::io(&path, e))?;
-    let state: TrainState = serde_json::from_str(&text)
-        .map_err(|e| TrainError::Checkpoint { path: path.clone(), message: format!("unreadable state: {e}") })?;
-    if state.format != STATE_FORMAT {
+    let unreadable =
+        |e: serde_json::Error| TrainError::Checkpoint { path: path.clone(), message: format!("unreadable state: {e}") };
+    // The version first, so a newer file is refused by its number.
+    let bundle::state_v1::StateFormat { format } = serde_json::from_str(&text).map_err(unreadable)?;
+    if format != STATE_FORMAT {
         return Err(TrainError::Checkpoint {
             path,
-            message: format!("state format {} is not supported (expected {STATE_FORMAT})", state.format),
+            message: format!("state format {format} is not supported (expected {STATE_FORMAT})"),
         });
     }
-    Ok(state)
+    serde_json::from_str(&text).map_err(unreadable)
 }
 
 /// A checkpoint passed over on resume because it could not be read, and why.

@@ -12,7 +12,8 @@
 //! - [`train`]: the epoch loop (validation, early stopping, best-model tracking, checkpoints),
 //!   with [`recovery`] (non-finite steps), [`report`] (progress, summary), [`export`] (the model
 //!   bundle and the run's files) and [`resume`] (opening a run directory);
-//! - [`checkpoint`]: atomic checkpoints and exact resume; [`lock`]: the process's turn and the
+//! - [`checkpoint`]: atomic checkpoints and exact resume, the loop state written through
+//!   [`state_format`] as `bundle`'s frozen `state.json` document; [`lock`]: the process's turn and the
 //!   run directory's lock; [`error`]: [`TrainError`];
 //! - [`fault`]: device faults (out-of-memory) recognised and recorded; [`inject`]: deliberate
 //!   failures for tests and drills (the `fault-injection` feature);
@@ -20,7 +21,8 @@
 //! - [`tune`]: automatic batch size; [`bench`]: the Burn half of the PyTorch comparison;
 //! - [`metrics`]: `metrics.csv` and `events.jsonl`; [`plot`]: `curves.svg`.
 //!
-//! File names and the exported-model format belong to the `bundle` crate.
+//! File names, the exported-model format and the checkpoint state's format belong to the
+//! `bundle` crate.
 //!
 //! ```no_run
 //! let cfg = trainer::ConfigBuilder::new().add_set("training.epochs=2")?.build()?;
@@ -56,6 +58,7 @@ pub mod resume;
 pub mod run;
 pub mod schedule;
 pub mod shape;
+pub mod state_format;
 pub mod step;
 pub mod tensorboard;
 pub mod train;
