@@ -28,6 +28,6 @@ pub fn import_torch(card: &ModelCard, weights: &Path, out: &Path) -> Result<()> 
 }
 
 /// The CPU device of the dispatch backend (weights conversion needs no accelerator).
-fn cpu() -> Result<device::DispatchDevice> {
+pub(crate) fn cpu() -> Result<device::DispatchDevice> {
     Ok(device::resolve(&DeviceSpec::Cpu, &SelectionPolicy::default())?.device)
 }

@@ -38,6 +38,7 @@ pub mod eval_ctc;
 pub mod eval_stream;
 pub mod interop;
 pub mod live;
+pub mod onnx;
 pub mod stream;
 pub mod transcribe;
 

@@ -241,6 +241,18 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Write a model as ONNX (eval form: BatchNorm folded, dropout off) with dynamic batch and
+    /// frame axes, for onnxruntime in Python, C or the browser: inputs `features` [batch, frames,
+    /// input_features] and `valid` [batch]; outputs `logits` and `probabilities` (classifiers) or
+    /// `log_probs` [batch, frames, classes] (CTC); the model card in the file's metadata.
+    ExportOnnx {
+        /// Run directory (uses its model/) or a model directory.
+        #[arg(long)]
+        model: PathBuf,
+        /// The .onnx file to write (must not exist).
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Make a SignFlow model directory from a PyTorch state_dict (`torch.save(model.state_dict())`)
     /// of the same architecture; the architecture, preprocessing and labels come from --card.
     ImportTorch {
@@ -665,6 +677,18 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::ExportSafetensors { model, out } => {
             let card = infer::interop::export_safetensors(&model, &out)?;
             println!("wrote {} ({} parameters, {} classes)", out.display(), card.trainable_params, card.labels.len());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::ExportOnnx { model, out } => {
+            let card = infer::onnx::export_onnx(&model, &out)?;
+            println!(
+                "wrote {} ({} model, {:?}, {} classes, ONNX opset {})",
+                out.display(),
+                card.model.kind(),
+                card.task,
+                card.labels.len(),
+                infer::onnx::graph::OPSET
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::ImportTorch { weights, card, out } => {
