@@ -266,9 +266,11 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
-    /// Raw f32 logits of prepared windows, for checking against another framework: reads an .npz
-    /// with `x` [batch, frames, features] (the model's window and features) and optionally `valid`
-    /// [batch] (real frames of each window, the rest padding), writes an .npy [batch, classes].
+    /// Raw f32 outputs of prepared windows, for checking against another framework: reads an
+    /// .npz with `x` [batch, frames, features] (the model's window and features) and optionally
+    /// `valid` [batch] (real frames of each window, the rest padding), writes an .npy: a
+    /// classifier's logits [batch, classes], a CTC model's per-frame log-probabilities [batch,
+    /// frames, classes].
     Logits {
         #[command(flatten)]
         model: ModelArgs,
@@ -711,12 +713,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if std::fs::symlink_metadata(&out).is_ok() {
                 bail!("{}: exists; infer does not overwrite files: remove it or choose another --out", out.display());
             }
-            let Loaded::Classifier(predictor) = load(&model, Compute::Float(PrecisionSetting::F32), 1)? else {
-                bail!(
-                    "{}: a continuous-recognition (CTC) model; `infer logits` writes a classifier's logits",
-                    model.model.display()
-                )
-            };
+            let loaded = load(&model, Compute::Float(PrecisionSetting::F32), 1)?;
             let arrays = data::npy::read_npz_arrays(&input)?;
             let get = |name: &str| arrays.iter().find(|(n, _)| n == name).map(|(_, a)| a);
             let Some(x) = get("x") else { bail!("{}: no array `x` in the archive", input.display()) };
@@ -736,10 +733,25 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     data: x.data[i * t * f..(i + 1) * t * f].to_vec(),
                 })
                 .collect();
-            let logits = predictor.logits(&windows)?;
-            let classes = logits.first().map_or(0, Vec::len);
-            data::npy::write_npy(&out, &[b, classes], &logits.concat())?;
-            println!("wrote {} ([{b}, {classes}] logits, {})", out.display(), predictor.device_name());
+            let (shape, values, device) = match loaded {
+                Loaded::Classifier(c) => {
+                    let logits = c.logits(&windows)?;
+                    let classes = logits.first().map_or(0, Vec::len);
+                    (vec![b, classes], logits.concat(), c.into_predictor().device_name().to_string())
+                }
+                Loaded::Transcriber(tr) => {
+                    let frames = tr.frame_log_probs(&windows)?;
+                    let classes = frames.first().map_or(0, |(v, _)| v.len() / t.max(1));
+                    let values = frames.into_iter().flat_map(|(v, _)| v).collect();
+                    (vec![b, t, classes], values, tr.into_predictor().device_name().to_string())
+                }
+            };
+            data::npy::write_npy(&out, &shape, &values)?;
+            println!(
+                "wrote {} ({shape:?} {}, {device})",
+                out.display(),
+                if shape.len() == 2 { "logits" } else { "log-probabilities" }
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench { model, batch, precision, runs, json } => {
