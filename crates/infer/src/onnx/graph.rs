@@ -20,6 +20,8 @@ pub enum Attr {
     Ints(&'static str, Vec<i64>),
     /// One float.
     Float(&'static str, f32),
+    /// A string.
+    Str(&'static str, &'static str),
 }
 
 #[derive(Debug)]
@@ -174,6 +176,7 @@ fn attribute(a: &Attr) -> Attribute<'_> {
         Attr::Int(name, i) => Attribute { name, r#type: AttributeType::Int, i: *i, ..Default::default() },
         Attr::Ints(name, v) => Attribute { name, r#type: AttributeType::Ints, ints: v.clone(), ..Default::default() },
         Attr::Float(name, f) => Attribute { name, r#type: AttributeType::Float, f: *f, ..Default::default() },
+        Attr::Str(name, v) => Attribute { name, r#type: AttributeType::String, s: v.as_bytes(), ..Default::default() },
     }
 }
 

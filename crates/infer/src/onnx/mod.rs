@@ -14,7 +14,9 @@
 
 pub mod conv_transformer;
 pub mod graph;
+pub mod gru;
 pub mod layers;
+pub mod transformer;
 
 use std::path::Path;
 
@@ -35,12 +37,8 @@ pub fn to_onnx<B: Backend>(model: &SignModel<B>, card: &ModelCard) -> Result<Vec
     let mask = Mask::new(&mut g, "features", "valid");
     let (hidden, head) = match model {
         SignModel::ConvTransformer(m) => (conv_transformer::encode(&mut g, m, "features", &mask), &m.classifier),
-        SignModel::Transformer(_) | SignModel::Gru(_) => {
-            return Err(InferError::Unsupported(format!(
-                "ONNX export of `{}` models is not implemented (it is for conv_transformer)",
-                card.model.kind()
-            )))
-        }
+        SignModel::Transformer(m) => (transformer::encode(&mut g, m, "features", &mask)?, &m.classifier),
+        SignModel::Gru(m) => (gru::encode(&mut g, m, "features", "valid")?, &m.classifier),
     };
     let classes = card.labels.len() as i64;
     let features = card.input_features as i64;
