@@ -205,7 +205,9 @@ impl ModelConfig {
             }
             Self::Gru(c) => {
                 let h = c.hidden as u128;
-                3 * i * h + h * k
+                // The embedding, both directions' input and hidden matrices of three gates over
+                // the embedded frames, the classifier over both directions.
+                i * h + 12 * h * h + 2 * h * k
             }
         }
     }

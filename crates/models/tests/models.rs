@@ -105,6 +105,32 @@ fn reference_conv_transformer_has_the_published_parameter_count() {
     assert_eq!((model.input_features(), model.classes()), (469, 250));
 }
 
+/// The lower bound a bundle's weights file is checked against never exceeds the real count,
+/// whatever the sizes: a GRU of 32 hidden units over 708 features (bound 68,160 where the model
+/// has 35,750) once made its own bundle unloadable.
+#[test]
+fn the_parameter_lower_bound_holds_for_every_architecture_and_size() {
+    let mut configs = small_configs();
+    configs.extend([
+        ModelConfig::default(),
+        ModelConfig::Gru(GruModelConfig { hidden: 32, ..Default::default() }),
+        ModelConfig::Gru(GruModelConfig::default()),
+        ModelConfig::Transformer(TransformerConfig::default()),
+    ]);
+    for cfg in configs {
+        for (features, classes) in [(8, 3), (708, 6), (469, 250)] {
+            let model = cfg.init::<B>(features, classes, &dev());
+            let (bound, real) = (cfg.min_params(features, classes), models::trainable_params(&model) as u128);
+            assert!(
+                bound <= real,
+                "{}: bound {bound} > {real} parameters ({features} features, {classes} classes)",
+                cfg.kind()
+            );
+            assert!(bound * 3 >= real, "{}: bound {bound} is far below {real}", cfg.kind());
+        }
+    }
+}
+
 struct GradCheck<'a> {
     grads: &'a burn::optim::GradientsParams,
     total: usize,
