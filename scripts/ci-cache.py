@@ -39,7 +39,7 @@ STATE = "state.json"
 # Untracked files the mirror keeps: cubecl's autotune results, which the WGPU tests write to
 # `target/autotune` next to the crate they run in. Like Mesa's shader cache they only save time:
 # cubecl checks each entry against the kernels it has and tunes again when they differ.
-KEPT = re.compile(r"^crates/[^/]+/target(/|$)")
+KEPT = re.compile(r"^(crates/[^/]+/target|examples/web/node_modules)(/|$)")
 
 
 def rustc_version():
