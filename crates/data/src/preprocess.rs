@@ -145,6 +145,16 @@ impl Preprocessor {
         Ok(self.indices.clone())
     }
 
+    /// The landmarks kept (flattened indices, in feature order) from input of `points`
+    /// landmarks per frame (all of them when `landmarks` is empty).
+    pub fn kept_indices(&self, points: usize) -> Vec<usize> {
+        if self.indices.is_empty() {
+            (0..points).collect()
+        } else {
+            self.indices.clone()
+        }
+    }
+
     /// Number of landmarks kept for input of `points` landmarks.
     pub fn kept_points(&self, points: usize) -> usize {
         if self.indices.is_empty() {

@@ -449,8 +449,12 @@ impl Predictor {
     }
 
     /// Read one sequence file (`.parquet` in the ISLR layout, `.npy`, `.npz` or `.pose`, the
-    /// latter mapped with the model's preprocessing); errors name the file.
+    /// latter mapped with the model's preprocessing, or a `.jsonl` recording of live frames,
+    /// [`live::read_recording`]); errors name the file.
     pub fn read_file(&self, path: &Path) -> Result<Sample> {
+        if live::is_recording(path) {
+            return live::read_recording(path).map(Sample::Landmarks);
+        }
         self.read_format(format_of(path)?, path, None)
     }
 
@@ -467,6 +471,10 @@ impl Predictor {
 
     /// Read one sequence file (see [`Predictor::read_file`]) and prepare it; errors name the file.
     pub fn prepare_file(&self, path: &Path) -> Result<Prepared> {
+        if live::is_recording(path) {
+            let sample = self.read_file(path)?;
+            return self.prepare(&sample, 0).map_err(|e| file_error(path, e));
+        }
         self.prepare_read(format_of(path)?, path, None)
     }
 
@@ -478,10 +486,7 @@ impl Predictor {
         sequence: Option<i64>,
     ) -> Result<Prepared> {
         let sample = self.read_format(format, path, sequence)?;
-        self.prepare(&sample, 0).map_err(|e| match e {
-            InferError::Input { message, .. } => InferError::File { path: path.into(), message },
-            e => e,
-        })
+        self.prepare(&sample, 0).map_err(|e| file_error(path, e))
     }
 
     /// Run `model` over `files` in batches of `batch`, reading and preparing the next batch on
@@ -602,7 +607,16 @@ impl Predictor {
     }
 }
 
-/// Every sequence file (`.parquet`, `.npy`, `.npz`, `.pose`) under `dir`, sorted. Directories
+/// The sequence files `infer` reads, for messages.
+pub const SEQUENCE_EXTENSIONS: &str = ".parquet, .npy, .npz, .pose or .jsonl (a recording)";
+
+/// Whether `path` has the extension of a sequence file `infer` reads (a dataset format or a
+/// `.jsonl` recording).
+pub fn is_sequence_file(path: &Path) -> bool {
+    data::index::Format::from_extension(path).is_some() || live::is_recording(path)
+}
+
+/// Every sequence file ([`is_sequence_file`]) under `dir`, sorted. Directories
 /// reached through a symbolic link are not entered, so a link loop cannot make the walk endless
 /// (linked files are read). An error names a directory that cannot be read.
 pub fn sequence_files(dir: &Path) -> Result<Vec<PathBuf>> {
@@ -615,7 +629,7 @@ pub fn sequence_files(dir: &Path) -> Result<Vec<PathBuf>> {
             let p = e.path();
             match e.file_type() {
                 Ok(kind) if kind.is_dir() => stack.push(p),
-                Ok(_) if data::index::Format::from_extension(&p).is_some() && p.is_file() => out.push(p),
+                Ok(_) if is_sequence_file(&p) && p.is_file() => out.push(p),
                 _ => {}
             }
         }
@@ -633,8 +647,16 @@ pub(crate) type Chunk = Vec<(usize, Result<Prepared>)>;
 fn format_of(path: &Path) -> Result<data::index::Format> {
     data::index::Format::from_extension(path).ok_or_else(|| InferError::File {
         path: path.into(),
-        message: format!("expected a {} file", data::index::Format::EXTENSIONS),
+        message: format!("expected a {SEQUENCE_EXTENSIONS} file"),
     })
+}
+
+/// An input error of preparing the one sequence of `path`, as an error naming the file.
+fn file_error(path: &Path, e: InferError) -> InferError {
+    match e {
+        InferError::Input { message, .. } => InferError::File { path: path.into(), message },
+        e => e,
+    }
 }
 
 pub(crate) fn take_windows(chunk: Chunk) -> (Vec<Prepared>, Vec<(usize, Option<InferError>)>) {

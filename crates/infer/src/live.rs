@@ -13,10 +13,14 @@
 //! count is used when it is absent).
 
 use std::io::BufRead;
+use std::path::Path;
 
 use serde::Deserialize;
 
 use data::layout::{LandmarkType, NUM_LANDMARKS};
+use data::LandmarkSequence;
+
+use crate::InferError;
 
 /// The default longest line [`read_line`] accepts: a frame of 543 points is about 30 KB of JSON.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 4 << 20;
@@ -143,6 +147,58 @@ pub fn parse_frame(line: &str, default_frame: i64) -> Result<LiveFrame, String> 
     Ok(LiveFrame { frame: wire.frame.unwrap_or(default_frame), points })
 }
 
+/// File extension of a recording: frames as JSON lines, one [`parse_frame`] object per line.
+pub const RECORDING_EXTENSION: &str = "jsonl";
+
+/// Whether `path` names a recording of JSON-line frames (by its `.jsonl` extension).
+pub fn is_recording(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e.eq_ignore_ascii_case(RECORDING_EXTENSION))
+}
+
+/// Read a recording (a `.jsonl` file of frames, as `infer stream --input -` takes them) into a
+/// sequence of the 543-point layout. Blank lines are skipped; a line that is not a frame, is
+/// not UTF-8 or is longer than [`DEFAULT_MAX_LINE_BYTES`] is an error naming the file and line,
+/// and so is a recording with no frame or more than [`data::sequence::MAX_FRAMES`] (a 3-byte line
+/// `{}` is a frame of 6.5 KB: the limit keeps memory to what a recording can justify).
+pub fn read_recording(path: &Path) -> Result<LandmarkSequence, InferError> {
+    let file = data::error::open_regular(path).map_err(InferError::Data)?;
+    let bad = |line: usize, message: String| InferError::File {
+        path: path.into(),
+        message: format!("line {line}: {message}"),
+    };
+    let mut input = std::io::BufReader::new(file);
+    let (mut buf, mut frame_ids, mut xyz) = (Vec::new(), Vec::new(), Vec::new());
+    for n in 1.. {
+        let read = read_line(&mut input, &mut buf, DEFAULT_MAX_LINE_BYTES)
+            .map_err(|e| InferError::File { path: path.into(), message: e.to_string() })?;
+        let text = match read {
+            Line::End => break,
+            Line::TooLong(len) => {
+                return Err(bad(n, format!("{len} bytes, over the {DEFAULT_MAX_LINE_BYTES}-byte limit of a frame")))
+            }
+            Line::Text => std::str::from_utf8(&buf).map_err(|_| bad(n, "not UTF-8".into()))?,
+        };
+        if text.trim().is_empty() {
+            continue;
+        }
+        if frame_ids.len() == data::sequence::MAX_FRAMES {
+            return Err(bad(
+                n,
+                format!("more than {} frames; a recording is at most that long", data::sequence::MAX_FRAMES),
+            ));
+        }
+        let frame = parse_frame(text, frame_ids.len() as i64).map_err(|e| bad(n, e))?;
+        let id =
+            i32::try_from(frame.frame).map_err(|_| bad(n, format!("frame number {} is out of range", frame.frame)))?;
+        frame_ids.push(id);
+        xyz.extend(frame.points.iter().flatten());
+    }
+    if frame_ids.is_empty() {
+        return Err(InferError::File { path: path.into(), message: "no frame in the recording".into() });
+    }
+    Ok(LandmarkSequence { points: NUM_LANDMARKS, frame_ids, xyz })
+}
+
 /// Encode a frame of the 543 layout as a JSON line with the named groups (missing points as
 /// `null`, a group with no point as `null`): what a front end sends.
 pub fn encode_frame(frame: i64, points: &[[f32; 3]]) -> String {
@@ -171,6 +227,32 @@ pub fn encode_frame(frame: i64, points: &[[f32; 3]]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recordings_read_frames_and_name_the_line_of_what_is_wrong() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        let mut points = vec![[f32::NAN; 3]; NUM_LANDMARKS];
+        points[500] = [0.25, 0.5, -0.125];
+        let good = write("good.jsonl", &format!("{}\n\n{}\n", encode_frame(7, &points), r#"{"pose": null}"#));
+        let seq = read_recording(&good).unwrap();
+        assert_eq!((seq.points, seq.frame_ids.clone()), (NUM_LANDMARKS, vec![7, 1]));
+        assert_eq!(seq.at(0, 500), [0.25, 0.5, -0.125]);
+        assert!(seq.at(1, 500)[0].is_nan() && seq.at(0, 0)[0].is_nan());
+
+        let err = |name: &str, text: &str| read_recording(&write(name, text)).unwrap_err().to_string();
+        let e = err("layout.jsonl", "{}\n{\"face\": [[0.5, 0.5]]}\n");
+        assert!(e.contains("layout.jsonl: line 2: `face` has 1 points; expected 468"), "{e}");
+        assert!(err("empty.jsonl", "\n\n").contains("empty.jsonl: no frame in the recording"));
+        let e = err("long.jsonl", &"{}\n".repeat(data::sequence::MAX_FRAMES + 1));
+        assert!(e.contains("line 20001: more than 20000 frames"), "{e}");
+        let e = read_recording(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+    }
 
     #[test]
     fn lines_longer_than_the_limit_are_dropped_whole_and_the_next_one_reads() {

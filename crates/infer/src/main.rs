@@ -7,7 +7,6 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use bundle::TrainingSplit;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use data::index::Format;
 use device::{DeviceSpec, PrecisionSetting};
 use infer::eval::{EvalOptions, Split};
 use infer::{Compute, Loaded, Predictor, PredictorOptions, StreamConfig, StreamingRecognizer};
@@ -94,8 +93,8 @@ impl StreamArgs {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Classify a sequence file (.parquet in the ISLR layout, .npy, .npz or .pose) or every such
-    /// file under a directory; a continuous-recognition (CTC) model prints each file's token
+    /// Classify a sequence file (.parquet in the ISLR layout, .npy, .npz, .pose, or a .jsonl
+    /// recording of live frames) or every such file under a directory; a continuous-recognition (CTC) model prints each file's token
     /// sequence with every token's frames and confidence.
     Predict {
         #[command(flatten)]
@@ -116,8 +115,8 @@ enum Command {
         json: bool,
     },
     /// Run the streaming recognizer over live frames (`--input -`: JSON lines on stdin, one frame
-    /// each; see the `infer::live` docs) or replay a recording (.parquet, .npy, .npz, .pose) frame by
-    /// frame, printing each sign event as it ends.
+    /// each; see the `infer::live` docs) or replay a recording (.parquet, .npy, .npz, .pose,
+    /// .jsonl) frame by frame, printing each sign event as it ends.
     Stream {
         #[command(flatten)]
         model: ModelArgs,
@@ -242,9 +241,11 @@ enum Command {
         out: PathBuf,
     },
     /// Write a model as ONNX (eval form: BatchNorm folded, dropout off) with dynamic batch and
-    /// frame axes, for onnxruntime in Python, C or the browser: inputs `features` [batch, frames,
-    /// input_features] and `valid` [batch]; outputs `logits` and `probabilities` (classifiers) or
-    /// `log_probs` [batch, frames, classes] (CTC); the model card in the file's metadata.
+    /// frame axes, for onnxruntime in Python, C or the browser: inputs raw `landmarks` [batch,
+    /// frames, 543, 3] and `lengths` [batch] with the preprocessing inside the graph (or, with
+    /// `--input features`, `features` and `valid`); outputs `logits` and `probabilities`
+    /// (classifiers) or `log_probs` [batch, frames, classes] (CTC); the model card in the
+    /// file's metadata.
     ExportOnnx {
         /// Run directory (uses its model/) or a model directory.
         #[arg(long)]
@@ -252,6 +253,9 @@ enum Command {
         /// The .onnx file to write (must not exist).
         #[arg(long)]
         out: PathBuf,
+        /// What the graph takes: raw landmarks (preprocessing inside) or the model's features.
+        #[arg(long, value_enum, default_value = "landmarks")]
+        input: OnnxInput,
     },
     /// Make a SignFlow model directory from a PyTorch state_dict (`torch.save(model.state_dict())`)
     /// of the same architecture; the architecture, preprocessing and labels come from --card.
@@ -294,6 +298,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `export-onnx --input`.
+#[derive(Clone, Copy, PartialEq, ValueEnum)]
+enum OnnxInput {
+    /// Raw landmarks [batch, frames, points, 3] and lengths; preprocessing inside the graph.
+    Landmarks,
+    /// The model's features [batch, frames, input_features] and valid frames.
+    Features,
 }
 
 #[derive(Clone, Copy, PartialEq, ValueEnum)]
@@ -411,8 +424,8 @@ fn load(m: &ModelArgs, compute: Compute, top_k: usize) -> Result<Loaded> {
 
 fn collect_inputs(input: &Path) -> Result<Vec<PathBuf>> {
     if input.is_file() {
-        if Format::from_extension(input).is_none() {
-            bail!("{}: expected a {} file", input.display(), Format::EXTENSIONS);
+        if !infer::is_sequence_file(input) {
+            bail!("{}: expected a {} file", input.display(), infer::SEQUENCE_EXTENSIONS);
         }
         return Ok(vec![input.to_path_buf()]);
     }
@@ -421,7 +434,7 @@ fn collect_inputs(input: &Path) -> Result<Vec<PathBuf>> {
     }
     let out = infer::sequence_files(input)?;
     if out.is_empty() {
-        bail!("{}: no {} files in it", input.display(), Format::EXTENSIONS);
+        bail!("{}: no {} files in it", input.display(), infer::SEQUENCE_EXTENSIONS);
     }
     Ok(out)
 }
@@ -681,8 +694,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             println!("wrote {} ({} parameters, {} classes)", out.display(), card.trainable_params, card.labels.len());
             Ok(ExitCode::SUCCESS)
         }
-        Command::ExportOnnx { model, out } => {
-            let card = infer::onnx::export_onnx(&model, &out)?;
+        Command::ExportOnnx { model, out, input } => {
+            let input = match input {
+                OnnxInput::Landmarks => infer::onnx::GraphInput::Landmarks,
+                OnnxInput::Features => infer::onnx::GraphInput::Features,
+            };
+            let card = infer::onnx::export_onnx(&model, &out, input)?;
             println!(
                 "wrote {} ({} model, {:?}, {} classes, ONNX opset {})",
                 out.display(),

@@ -943,7 +943,7 @@ fn predict_files_keeps_order_and_names_bad_files() {
     let e = got[3].1.as_ref().unwrap_err();
     assert!(e.contains("broken.parquet: not a readable parquet file"), "{e}");
     let e = got[7].1.as_ref().unwrap_err();
-    assert!(e.contains("notes.txt: expected a .parquet, .npy, .npz or .pose file"), "{e}");
+    assert!(e.contains("notes.txt: expected a .parquet, .npy, .npz, .pose or .jsonl (a recording) file"), "{e}");
 }
 
 /// SplitMix64: the test's own seeded stream of numbers.
@@ -1195,10 +1195,261 @@ fn trained_ctc() -> &'static Trained {
     CELL.get_or_init(|| train_with(Some("ctc.toml"), &[]))
 }
 
+/// The Python interpreter the ONNX checks use (`PYTHON`, default `python3`), with `onnx` and
+/// `onnxruntime` from PyPI (`.ci/run` installs them).
+fn python() -> String {
+    std::env::var("PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+/// Held-out recordings of `t`'s dataset read as `infer` reads files, of three different lengths,
+/// plus one made longer than the model's window (resampled or cropped), one with a frame where
+/// every landmark is missing (dropped) and one with an infinite coordinate (missing).
+fn held_out_recordings(t: &Trained, predictor: &Predictor) -> Vec<LandmarkSequence> {
+    let pre = Arc::new(data::preprocess::Preprocessor::new(t.cfg.preprocess.clone()).unwrap());
+    let prepared = trainer::resolve::prepare_data(&t.cfg, &pre, false).unwrap();
+    let mut all: Vec<LandmarkSequence> = prepared
+        .valid
+        .iter()
+        .map(|&i| match predictor.read_file(&prepared.dataset.items[i].path).unwrap() {
+            Sample::Landmarks(s) => s,
+            Sample::Features(_) => panic!("the built-in datasets are landmarks"),
+        })
+        .collect();
+    all.sort_by_key(LandmarkSequence::frames);
+    all.dedup_by_key(|s| s.frames());
+    assert!(all.len() >= 3, "held-out lengths {:?}", all.iter().map(LandmarkSequence::frames).collect::<Vec<_>>());
+    let mut picked = vec![all[0].clone(), all[all.len() / 2].clone(), all[all.len() - 1].clone()];
+    let mut long = picked[2].clone();
+    while long.frames() <= predictor.window() {
+        long.xyz.extend_from_slice(&picked[1].xyz);
+        long.frame_ids.extend_from_slice(&picked[1].frame_ids);
+    }
+    picked.push(long);
+    let stride = picked[1].points * 3;
+    let mid = picked[1].frames() / 2;
+    picked[1].xyz[mid * stride..(mid + 1) * stride].fill(f32::NAN);
+    let hand = data::layout::named_subset("hands").unwrap()[0];
+    let finite = (0..picked[0].frames()).find(|&f| picked[0].xyz[f * stride + hand * 3].is_finite()).unwrap();
+    picked[0].xyz[finite * stride + hand * 3] = f32::INFINITY;
+    picked
+}
+
+/// `run_dir`'s model exported with raw-landmark input and run by onnxruntime on `recordings` as
+/// one batch (padded to the longest with values `lengths` must hide): the outputs by name.
+fn run_in_onnxruntime(
+    run_dir: &Path,
+    recordings: &[LandmarkSequence],
+    dir: &Path,
+) -> std::collections::HashMap<String, data::npy::Array> {
+    let model = dir.join("model.onnx");
+    infer::onnx::export_onnx(run_dir, &model, infer::onnx::GraphInput::Landmarks).unwrap();
+    let (inputs, outputs) = (dir.join("in"), dir.join("out"));
+    std::fs::create_dir_all(&inputs).unwrap();
+    std::fs::create_dir_all(&outputs).unwrap();
+    let (b, t, points) =
+        (recordings.len(), recordings.iter().map(LandmarkSequence::frames).max().unwrap(), recordings[0].points);
+    let mut x = vec![7.5f32; b * t * points * 3];
+    for (i, r) in recordings.iter().enumerate() {
+        x[i * t * points * 3..][..r.xyz.len()].copy_from_slice(&r.xyz);
+    }
+    let lengths: Vec<f32> = recordings.iter().map(|r| r.frames() as f32).collect();
+    data::npy::write_npy(&inputs.join("landmarks.npy"), &[b, t, points, 3], &x).unwrap();
+    data::npy::write_npy(&inputs.join("lengths.npy"), &[b], &lengths).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/onnx_runtime.py");
+    let out =
+        std::process::Command::new(python()).arg(&script).arg(&model).arg(&inputs).arg(&outputs).output().unwrap();
+    assert!(out.status.success(), "onnxruntime failed: {}", String::from_utf8_lossy(&out.stderr));
+    eprint!("{}", String::from_utf8_lossy(&out.stdout));
+    std::fs::read_dir(&outputs)
+        .unwrap()
+        .map(|e| {
+            let path = e.unwrap().path();
+            let name = path.file_stem().unwrap().to_string_lossy().to_string();
+            (name, data::npy::decode(&std::fs::read(&path).unwrap()).unwrap())
+        })
+        .collect()
+}
+
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
+fn argmax(v: &[f32]) -> usize {
+    v.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).unwrap().0
+}
+
 /// Tests that take long (WGPU kernel compilation, whole training runs): `cargo test --workspace
 /// --release` runs them, `cargo quick-test` skips them.
 mod slow {
     use super::*;
+
+    /// The Python example of docs/GUIDE.md's "Deploy" section, run as written on an exported
+    /// model and a held-out clip saved as `clip.npy`, prints `infer`'s top three signs with their
+    /// probabilities.
+    #[test]
+    fn the_guides_python_example_classifies_as_infer_does() {
+        let guide = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/GUIDE.md")).unwrap();
+        let block = guide.split("<!-- deploy-python").nth(1).expect("the guide's marked Python example");
+        let code = block.split("```python\n").nth(1).unwrap().split("```").next().unwrap();
+        let t = trained();
+        let dir = tempfile::tempdir().unwrap();
+        infer::onnx::export_onnx(&t.run_dir, &dir.path().join("model.onnx"), infer::onnx::GraphInput::Landmarks)
+            .unwrap();
+        let classifier = load_classifier(&t.run_dir, &cpu(None)).unwrap();
+        let clip = held_out_recordings(t, &classifier).swap_remove(1);
+        data::npy::write_npy(&dir.path().join("clip.npy"), &[clip.frames(), clip.points, 3], &clip.xyz).unwrap();
+        std::fs::write(dir.path().join("example.py"), code).unwrap();
+        let out = std::process::Command::new(python()).arg("example.py").current_dir(dir.path()).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let printed = String::from_utf8(out.stdout).unwrap();
+        let ours = classifier.predict(&Sample::Landmarks(clip)).unwrap();
+        let lines: Vec<&str> = printed.lines().collect();
+        assert_eq!(lines.len(), 3, "{printed}");
+        for (line, r) in lines.iter().zip(&ours.top) {
+            let (label, p) = line.split_once(' ').unwrap();
+            assert_eq!(label, r.label, "{printed}");
+            assert!((p.parse::<f64>().unwrap() - r.probability as f64).abs() < 1e-4, "{printed} vs {:?}", ours.top);
+        }
+    }
+
+    /// The web page (`examples/web`) in Debian's Chromium, driven by puppeteer-core as a person
+    /// would use it (a model file, then recording files picked in its inputs): its top sign and
+    /// probabilities equal `infer predict`'s on the same held-out recordings within 1e-4; a file
+    /// that is not a SignFlow model and a recording of the wrong layout get clear messages; it
+    /// saves a screenshot.
+    #[test]
+    fn the_web_page_classifies_recordings_as_infer_predict_does() {
+        let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/web");
+        assert!(web.join("node_modules/puppeteer-core").is_dir(), "run `npm ci` in examples/web (.ci/run does)");
+        let t = trained();
+        let dir = tempfile::tempdir().unwrap();
+        let model = dir.path().join("model.onnx");
+        infer::onnx::export_onnx(&t.run_dir, &model, infer::onnx::GraphInput::Landmarks).unwrap();
+        let predictor = load_predictor(&t.run_dir, &cpu(None)).unwrap();
+        let mut files = Vec::new();
+        for (i, r) in held_out_recordings(t, &predictor).iter().enumerate().take(3) {
+            let path = dir.path().join(format!("clip-{i}.jsonl"));
+            let lines: Vec<String> = (0..r.frames())
+                .map(|f| {
+                    infer::live::encode_frame(
+                        i64::from(r.frame_ids[f]),
+                        &(0..r.points).map(|p| r.at(f, p)).collect::<Vec<_>>(),
+                    )
+                })
+                .collect();
+            std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+            files.push(path);
+        }
+        let bad_recording = dir.path().join("wrong-layout.jsonl");
+        std::fs::write(&bad_recording, r#"{"frame": 0, "face": [[0.5, 0.5]], "pose": null}"#).unwrap();
+        let (report, shot) = (dir.path().join("page.json"), dir.path().join("page.png"));
+        let list = files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(",");
+        let out = std::process::Command::new("node")
+            .current_dir(&web)
+            .arg("check.mjs")
+            .args(["--model".as_ref(), model.as_os_str(), "--recordings".as_ref(), list.as_ref()])
+            .args(["--bad-model".as_ref(), files[0].as_os_str(), "--bad-recording".as_ref(), bad_recording.as_os_str()])
+            .args(["--out".as_ref(), report.as_os_str(), "--screenshot".as_ref(), shot.as_os_str()])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "the page check failed: {}", String::from_utf8_lossy(&out.stderr));
+        let page: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        assert!(
+            page["bad_model"].as_str().unwrap().contains("expected a model written by `infer export-onnx`"),
+            "{page}"
+        );
+        assert_eq!(page["model_message"], "", "{page}");
+        assert_eq!(page["bad_recording"], "wrong-layout.jsonl: line 1: `face` has 1 points; expected 468", "{page}");
+        let classifier = load_classifier(&t.run_dir, &cpu(None)).unwrap();
+        let mut worst = 0f64;
+        for (file, shown) in files.iter().zip(page["recordings"].as_array().unwrap()) {
+            // What `infer predict --input clip.jsonl` prints: the same reading and prediction.
+            let ours = classifier.predict(&classifier.read_file(file).unwrap()).unwrap();
+            let rows = shown["rows"].as_array().unwrap();
+            assert_eq!(shown["message"], "", "{shown}");
+            assert_eq!(rows[0]["label"], ours.best().label.as_str(), "{}: the page's top sign", file.display());
+            for row in rows {
+                let label = row["label"].as_str().unwrap();
+                let p = ours.top.iter().find(|r| r.label == label).map(|r| r.probability as f64);
+                let diff = (row["probability"].as_f64().unwrap() - p.unwrap_or(f64::NAN)).abs();
+                assert!(diff < 1e-4, "{}: {label} {row} vs infer {p:?}", file.display());
+                worst = worst.max(diff);
+            }
+        }
+        eprintln!("page vs infer predict: {} recordings, largest probability difference {worst:.1e}", files.len());
+        assert_eq!(&std::fs::read(&shot).unwrap()[..8], b"\x89PNG\r\n\x1a\n");
+    }
+
+    /// Every architecture and both tasks exported to ONNX with the preprocessing inside the graph
+    /// give, in onnxruntime (PyPI) on held-out recordings of four lengths in one padded batch
+    /// (one resampled to the window, one with a missing frame, one with an infinite coordinate),
+    /// `infer`'s outputs within 1e-4 and its top-1 (per frame for CTC); the onnx checker accepts
+    /// every file.
+    #[test]
+    fn onnx_exports_give_infers_outputs_in_onnxruntime() {
+        let small = [
+            "training.epochs=3",
+            "synthetic.classes=6",
+            "synthetic.signers=6",
+            "synthetic.repetitions=4",
+            "data.valid_fraction=0.34",
+        ];
+        let with = |sets: &[&str]| train_with(None, &[&small[..], sets].concat());
+        let transformer =
+            with(&["model.kind=\"transformer\"", "model.dim=32", "model.layers=2", "model.heads=4", "model.ff_dim=64"]);
+        let gru = with(&["model.kind=\"gru\"", "model.hidden=32"]);
+        let models: [(&str, &Trained); 4] = [
+            ("conv_transformer", trained()),
+            ("transformer", &transformer),
+            ("gru", &gru),
+            ("ctc conv_transformer", trained_ctc()),
+        ];
+        for (name, t) in models {
+            let predictor = load_predictor(&t.run_dir, &cpu(None)).unwrap();
+            let recordings = held_out_recordings(t, &predictor);
+            let prepared: Vec<Prepared> = recordings
+                .iter()
+                .enumerate()
+                .map(|(i, r)| predictor.prepare(&Sample::Landmarks(r.clone()), i).unwrap())
+                .collect();
+            let dir = tempfile::tempdir().unwrap();
+            let out = run_in_onnxruntime(&t.run_dir, &recordings, dir.path());
+            let frames = &out["frames"].data;
+            assert_eq!(frames, &prepared.iter().map(|p| p.valid as f32).collect::<Vec<_>>(), "{name}: frames filled");
+            let mut worst = 0f32;
+            match predictor.into_task() {
+                infer::Loaded::Classifier(c) => {
+                    for (key, ours) in [
+                        ("logits", c.logits(&prepared).unwrap()),
+                        ("probabilities", c.probabilities(&prepared).unwrap()),
+                    ] {
+                        let theirs = &out[key];
+                        assert_eq!(theirs.shape, [ours.len(), ours[0].len()], "{name}: {key}");
+                        for (row, ours) in theirs.data.chunks(ours[0].len()).zip(&ours) {
+                            worst = worst.max(max_abs_diff(row, ours));
+                            assert_eq!(argmax(row), argmax(ours), "{name}: top-1 differs");
+                        }
+                    }
+                }
+                infer::Loaded::Transcriber(tr) => {
+                    let ours = tr.frame_log_probs(&prepared).unwrap();
+                    let theirs = &out["log_probs"];
+                    let [_, window, classes] = theirs.shape[..] else { panic!("{:?}", theirs.shape) };
+                    for (i, (lp, valid)) in ours.iter().enumerate() {
+                        let row = &theirs.data[i * window * classes..][..valid * classes];
+                        worst = worst.max(max_abs_diff(row, &lp[..valid * classes]));
+                        for (a, b) in row.chunks(classes).zip(lp.chunks(classes)) {
+                            assert_eq!(argmax(a), argmax(b), "{name}: a frame's best class differs");
+                        }
+                    }
+                }
+            }
+            let lengths: Vec<usize> = recordings.iter().map(LandmarkSequence::frames).collect();
+            eprintln!("{name}: recordings of {lengths:?} frames, largest |onnxruntime - infer| {worst:.1e}");
+            assert!(worst < 1e-4, "{name}: onnxruntime differs from infer by {worst}");
+        }
+    }
 
     /// `configs/ctc.toml` streamed over continuous takes of 2 signers it never saw (5 takes of 5
     /// signs each), with 10 hands-down frames between signs and co-articulated without pauses:

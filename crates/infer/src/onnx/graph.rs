@@ -28,7 +28,7 @@ pub enum Attr {
 struct OwnedNode {
     op: &'static str,
     inputs: Vec<String>,
-    output: String,
+    outputs: Vec<String>,
     attrs: Vec<Attr>,
 }
 
@@ -73,26 +73,23 @@ impl Builder {
         format!("{hint}_{}", self.next)
     }
 
-    /// Append `op` on `inputs` with `attrs`; returns the name of its one output.
+    /// Append `op` on `inputs` with `attrs`; returns the name of its (first) output.
     pub fn op(&mut self, op: &'static str, inputs: &[&str], attrs: Vec<Attr>) -> String {
-        let output = self.fresh(op);
-        self.nodes.push(OwnedNode {
-            op,
-            inputs: inputs.iter().map(|s| s.to_string()).collect(),
-            output: output.clone(),
-            attrs,
-        });
-        output
+        self.op_outputs(op, inputs, attrs, 1).remove(0)
+    }
+
+    /// Append `op` with `outputs` outputs; returns their names.
+    pub fn op_outputs(&mut self, op: &'static str, inputs: &[&str], attrs: Vec<Attr>, outputs: usize) -> Vec<String> {
+        let outputs: Vec<String> = (0..outputs).map(|_| self.fresh(op)).collect();
+        let inputs = inputs.iter().map(|s| s.to_string()).collect();
+        self.nodes.push(OwnedNode { op, inputs, outputs: outputs.clone(), attrs });
+        outputs
     }
 
     /// Like [`Self::op`], the output named `name` (a graph output).
     pub fn op_named(&mut self, name: &str, op: &'static str, inputs: &[&str], attrs: Vec<Attr>) -> String {
-        self.nodes.push(OwnedNode {
-            op,
-            inputs: inputs.iter().map(|s| s.to_string()).collect(),
-            output: name.into(),
-            attrs,
-        });
+        let inputs = inputs.iter().map(|s| s.to_string()).collect();
+        self.nodes.push(OwnedNode { op, inputs, outputs: vec![name.into()], attrs });
         name.into()
     }
 
@@ -136,8 +133,8 @@ impl Builder {
             .iter()
             .map(|n| Node {
                 input: n.inputs.iter().map(String::as_str).collect(),
-                output: vec![n.output.as_str()],
-                name: n.output.as_str(),
+                output: n.outputs.iter().map(String::as_str).collect(),
+                name: n.outputs[0].as_str(),
                 op_type: OpType::from(n.op),
                 attribute: n.attrs.iter().map(attribute).collect(),
                 ..Default::default()
