@@ -1279,6 +1279,46 @@ fn argmax(v: &[f32]) -> usize {
     v.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).unwrap().0
 }
 
+/// An ONNX export that cannot be made says why and writes nothing: an existing `--out` is
+/// refused and left as it was (the CLI exits 2, infer's status for a failed command), a
+/// feed-forward activation ONNX export does not express is named, and a model whose features
+/// are not landmarks cannot take the landmark input.
+#[test]
+fn onnx_export_refuses_what_it_cannot_express_and_writes_nothing() {
+    use infer::onnx::{export_onnx, to_onnx, GraphInput};
+    let t = trained();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("model.onnx");
+    std::fs::write(&out, b"mine").unwrap();
+    let e = export_onnx(&t.run_dir, &out, GraphInput::Landmarks).unwrap_err().to_string();
+    assert!(e.contains("model.onnx: exists; infer does not overwrite files"), "{e}");
+    let cli = std::process::Command::new(env!("CARGO_BIN_EXE_infer"))
+        .args(["export-onnx".as_ref(), "--model".as_ref(), t.run_dir.as_os_str(), "--out".as_ref(), out.as_os_str()])
+        .output()
+        .unwrap();
+    assert_eq!(cli.status.code(), Some(2), "{}", String::from_utf8_lossy(&cli.stderr));
+    assert_eq!(std::fs::read(&out).unwrap(), b"mine");
+
+    let card = bundle::card::read_card(&t.run_dir.join("model")).unwrap();
+    let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
+    let cfg = models::TransformerConfig { dim: 16, layers: 1, heads: 2, ff_dim: 32, ..Default::default() };
+    let mut m = {
+        let _turn = trainer::run_lock();
+        cfg.init::<device::Backend>(card.input_features, card.labels.len(), &dev)
+    };
+    m.encoder.layers[0].pwff.activation =
+        burn::nn::activation::Activation::Sigmoid(burn::nn::activation::Sigmoid::new());
+    let e = to_onnx(&models::SignModel::Transformer(m), &card, GraphInput::Features).unwrap_err().to_string();
+    assert!(e.contains("cannot export the feed-forward activation Sigmoid"), "{e}");
+
+    let mut features = card.clone();
+    features.input_features = 7;
+    let model = load_model(&t.run_dir.join("model"), &dev).unwrap().1;
+    let e = to_onnx(&model, &features, GraphInput::Landmarks).unwrap_err().to_string();
+    assert!(e.contains("7 features per frame that are not landmarks"), "{e}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "only the file that was there");
+}
+
 /// Tests that take long (WGPU kernel compilation, whole training runs): `cargo test --workspace
 /// --release` runs them, `cargo quick-test` skips them.
 mod slow {
