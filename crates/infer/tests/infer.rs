@@ -1319,6 +1319,65 @@ fn onnx_export_refuses_what_it_cannot_express_and_writes_nothing() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "only the file that was there");
 }
 
+/// Small transformer and GRU classifiers (3 epochs on the 6-sign set), one of each for the test
+/// binary: what the exports of those architectures are checked on.
+fn trained_small(kind: &str) -> &'static Trained {
+    static TRANSFORMER: OnceLock<Trained> = OnceLock::new();
+    static GRU: OnceLock<Trained> = OnceLock::new();
+    let (cell, sets): (&OnceLock<Trained>, &[&str]) = match kind {
+        "transformer" => (
+            &TRANSFORMER,
+            &["model.kind=\"transformer\"", "model.dim=32", "model.layers=2", "model.heads=4", "model.ff_dim=64"],
+        ),
+        "gru" => (&GRU, &["model.kind=\"gru\"", "model.hidden=32"]),
+        _ => panic!("no small {kind}"),
+    };
+    cell.get_or_init(|| {
+        let small = [
+            "training.epochs=3",
+            "synthetic.classes=6",
+            "synthetic.signers=6",
+            "synthetic.repetitions=4",
+            "data.valid_fraction=0.34",
+        ];
+        train_with(None, &[&small[..], sets].concat())
+    })
+}
+
+/// `examples/web/check.mjs` on `run_dir`'s model exported with landmark input and `files`: what
+/// the page showed. With `bad_inputs`, also a recording picked as the model and a recording of
+/// the wrong layout, whose messages are checked here, and a screenshot.
+fn run_page(web: &Path, run_dir: &Path, files: &[PathBuf], dir: &Path, bad_inputs: bool) -> serde_json::Value {
+    let model = dir.join("model.onnx");
+    infer::onnx::export_onnx(run_dir, &model, infer::onnx::GraphInput::Landmarks).unwrap();
+    let (report, shot, bad) = (dir.join("page.json"), dir.join("page.png"), dir.join("wrong-layout.jsonl"));
+    std::fs::write(&bad, r#"{"frame": 0, "face": [[0.5, 0.5]], "pose": null}"#).unwrap();
+    let list = files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(",");
+    let mut cmd = std::process::Command::new("node");
+    cmd.current_dir(web).arg("check.mjs").args([
+        "--model".as_ref(),
+        model.as_os_str(),
+        "--recordings".as_ref(),
+        list.as_ref(),
+    ]);
+    cmd.args(["--out".as_ref(), report.as_os_str()]);
+    if bad_inputs {
+        cmd.args(["--bad-model".as_ref(), files[0].as_os_str(), "--bad-recording".as_ref(), bad.as_os_str()]);
+        cmd.args(["--screenshot".as_ref(), shot.as_os_str()]);
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "the page check failed: {}", String::from_utf8_lossy(&out.stderr));
+    let page: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(page["model_message"], "", "{page}");
+    if bad_inputs {
+        let bad_model = page["bad_model"].as_str().unwrap();
+        assert!(bad_model.contains("expected a model written by `infer export-onnx`"), "{page}");
+        assert_eq!(page["bad_recording"], "wrong-layout.jsonl: line 1: `face` has 1 points; expected 468", "{page}");
+        assert_eq!(&std::fs::read(&shot).unwrap()[..8], b"\x89PNG\r\n\x1a\n");
+    }
+    page
+}
+
 /// Tests that take long (WGPU kernel compilation, whole training runs): `cargo test --workspace
 /// --release` runs them, `cargo quick-test` skips them.
 mod slow {
@@ -1354,71 +1413,83 @@ mod slow {
     }
 
     /// The web page (`examples/web`) in Debian's Chromium, driven by puppeteer-core as a person
-    /// would use it (a model file, then recording files picked in its inputs): its top sign and
-    /// probabilities equal `infer predict`'s on the same held-out recordings within 1e-4; a file
-    /// that is not a SignFlow model and a recording of the wrong layout get clear messages; it
-    /// saves a screenshot.
+    /// would use it (a model file, then recording files picked in its inputs), for every
+    /// architecture and both tasks: a classifier's top sign and probabilities equal `infer
+    /// predict`'s on the same held-out recordings within 1e-4, a CTC model's transcript is the
+    /// greedy decoding of `infer`'s log-probabilities; a file that is not a SignFlow model and a
+    /// recording of the wrong layout get clear messages; it saves a screenshot.
     #[test]
     fn the_web_page_classifies_recordings_as_infer_predict_does() {
         let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/web");
-        assert!(web.join("node_modules/puppeteer-core").is_dir(), "run `npm ci` in examples/web (.ci/run does)");
-        let t = trained();
-        let dir = tempfile::tempdir().unwrap();
-        let model = dir.path().join("model.onnx");
-        infer::onnx::export_onnx(&t.run_dir, &model, infer::onnx::GraphInput::Landmarks).unwrap();
-        let predictor = load_predictor(&t.run_dir, &cpu(None)).unwrap();
-        let mut files = Vec::new();
-        for (i, r) in held_out_recordings(t, &predictor).iter().enumerate().take(3) {
-            let path = dir.path().join(format!("clip-{i}.jsonl"));
-            let lines: Vec<String> = (0..r.frames())
-                .map(|f| {
-                    infer::live::encode_frame(
-                        i64::from(r.frame_ids[f]),
-                        &(0..r.points).map(|p| r.at(f, p)).collect::<Vec<_>>(),
-                    )
+        assert!(web.join("node_modules/puppeteer-core").is_dir(), "run scripts/web-deps.sh (.ci/run does)");
+        let models: [(&str, &Trained); 4] = [
+            ("conv_transformer", trained()),
+            ("transformer", trained_small("transformer")),
+            ("gru", trained_small("gru")),
+            ("ctc conv_transformer", trained_ctc()),
+        ];
+        for (n, (name, t)) in models.into_iter().enumerate() {
+            let dir = tempfile::tempdir().unwrap();
+            let predictor = load_predictor(&t.run_dir, &cpu(None)).unwrap();
+            let files: Vec<PathBuf> = held_out_recordings(t, &predictor)
+                .iter()
+                .take(3)
+                .enumerate()
+                .map(|(i, r)| {
+                    let path = dir.path().join(format!("clip-{i}.jsonl"));
+                    let lines: Vec<String> = (0..r.frames())
+                        .map(|f| {
+                            let points: Vec<[f32; 3]> = (0..r.points).map(|p| r.at(f, p)).collect();
+                            infer::live::encode_frame(i64::from(r.frame_ids[f]), &points) + "\n"
+                        })
+                        .collect();
+                    std::fs::write(&path, lines.concat()).unwrap();
+                    path
                 })
                 .collect();
-            std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-            files.push(path);
-        }
-        let bad_recording = dir.path().join("wrong-layout.jsonl");
-        std::fs::write(&bad_recording, r#"{"frame": 0, "face": [[0.5, 0.5]], "pose": null}"#).unwrap();
-        let (report, shot) = (dir.path().join("page.json"), dir.path().join("page.png"));
-        let list = files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(",");
-        let out = std::process::Command::new("node")
-            .current_dir(&web)
-            .arg("check.mjs")
-            .args(["--model".as_ref(), model.as_os_str(), "--recordings".as_ref(), list.as_ref()])
-            .args(["--bad-model".as_ref(), files[0].as_os_str(), "--bad-recording".as_ref(), bad_recording.as_os_str()])
-            .args(["--out".as_ref(), report.as_os_str(), "--screenshot".as_ref(), shot.as_os_str()])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "the page check failed: {}", String::from_utf8_lossy(&out.stderr));
-        let page: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-        assert!(
-            page["bad_model"].as_str().unwrap().contains("expected a model written by `infer export-onnx`"),
-            "{page}"
-        );
-        assert_eq!(page["model_message"], "", "{page}");
-        assert_eq!(page["bad_recording"], "wrong-layout.jsonl: line 1: `face` has 1 points; expected 468", "{page}");
-        let classifier = load_classifier(&t.run_dir, &cpu(None)).unwrap();
-        let mut worst = 0f64;
-        for (file, shown) in files.iter().zip(page["recordings"].as_array().unwrap()) {
-            // What `infer predict --input clip.jsonl` prints: the same reading and prediction.
-            let ours = classifier.predict(&classifier.read_file(file).unwrap()).unwrap();
-            let rows = shown["rows"].as_array().unwrap();
-            assert_eq!(shown["message"], "", "{shown}");
-            assert_eq!(rows[0]["label"], ours.best().label.as_str(), "{}: the page's top sign", file.display());
-            for row in rows {
-                let label = row["label"].as_str().unwrap();
-                let p = ours.top.iter().find(|r| r.label == label).map(|r| r.probability as f64);
-                let diff = (row["probability"].as_f64().unwrap() - p.unwrap_or(f64::NAN)).abs();
-                assert!(diff < 1e-4, "{}: {label} {row} vs infer {p:?}", file.display());
-                worst = worst.max(diff);
+            let page = run_page(&web, &t.run_dir, &files, dir.path(), n == 0);
+            let mut worst = 0f64;
+            match predictor.into_task() {
+                infer::Loaded::Classifier(c) => {
+                    for (file, shown) in files.iter().zip(page["recordings"].as_array().unwrap()) {
+                        // What `infer predict --input clip.jsonl` prints: the same reading and prediction.
+                        let ours = c.predict(&c.read_file(file).unwrap()).unwrap();
+                        let rows = shown["rows"].as_array().unwrap();
+                        assert_eq!(shown["message"], "", "{name}: {shown}");
+                        assert_eq!(rows[0]["label"], ours.best().label.as_str(), "{name} {}: top sign", file.display());
+                        for row in rows {
+                            let label = row["label"].as_str().unwrap();
+                            let p = ours.top.iter().find(|r| r.label == label).map(|r| r.probability as f64);
+                            let diff = (row["probability"].as_f64().unwrap() - p.unwrap_or(f64::NAN)).abs();
+                            assert!(diff < 1e-4, "{name} {}: {label} {row} vs infer {p:?}", file.display());
+                            worst = worst.max(diff);
+                        }
+                    }
+                }
+                infer::Loaded::Transcriber(tr) => {
+                    for (file, shown) in files.iter().zip(page["recordings"].as_array().unwrap()) {
+                        let prepared = tr.prepare_file(file).unwrap();
+                        let (lp, valid) = tr.frame_log_probs(std::slice::from_ref(&prepared)).unwrap().remove(0);
+                        let labels = tr.labels();
+                        let mut tokens = Vec::new();
+                        let mut last = 0;
+                        for frame in lp.chunks(labels.len()).take(valid) {
+                            let best = argmax(frame);
+                            if best != 0 && best != last {
+                                tokens.push(labels[best].as_str());
+                            }
+                            last = best;
+                        }
+                        assert_eq!(shown["tokens"], tokens.join(" "), "{name} {}", file.display());
+                        assert!(!tokens.is_empty(), "{name}: a held-out sentence decodes to something");
+                    }
+                }
             }
+            eprintln!(
+                "{name}: the page on {} recordings, largest probability difference from infer {worst:.1e}",
+                files.len()
+            );
         }
-        eprintln!("page vs infer predict: {} recordings, largest probability difference {worst:.1e}", files.len());
-        assert_eq!(&std::fs::read(&shot).unwrap()[..8], b"\x89PNG\r\n\x1a\n");
     }
 
     /// Every architecture and both tasks exported to ONNX with the preprocessing inside the graph
@@ -1428,21 +1499,10 @@ mod slow {
     /// every file.
     #[test]
     fn onnx_exports_give_infers_outputs_in_onnxruntime() {
-        let small = [
-            "training.epochs=3",
-            "synthetic.classes=6",
-            "synthetic.signers=6",
-            "synthetic.repetitions=4",
-            "data.valid_fraction=0.34",
-        ];
-        let with = |sets: &[&str]| train_with(None, &[&small[..], sets].concat());
-        let transformer =
-            with(&["model.kind=\"transformer\"", "model.dim=32", "model.layers=2", "model.heads=4", "model.ff_dim=64"]);
-        let gru = with(&["model.kind=\"gru\"", "model.hidden=32"]);
         let models: [(&str, &Trained); 4] = [
             ("conv_transformer", trained()),
-            ("transformer", &transformer),
-            ("gru", &gru),
+            ("transformer", trained_small("transformer")),
+            ("gru", trained_small("gru")),
             ("ctc conv_transformer", trained_ctc()),
         ];
         for (name, t) in models {
