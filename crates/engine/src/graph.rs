@@ -81,8 +81,9 @@ fn linear<B: Backend>(l: &Linear<B>) -> (Vec<f32>, usize, usize, Option<Vec<f32>
     (param(&l.weight), k, n, l.bias.as_ref().map(param))
 }
 
-/// Eval BatchNorm as `(scale, shift)` per channel.
-fn norm<B: Backend>(bn: &BatchNorm<B>) -> (Vec<f32>, Vec<f32>) {
+/// Eval BatchNorm as `(scale, shift)` per channel (`x * scale + shift`), the one folding of a
+/// norm every eval form uses (this graph, the int8 graph, the ONNX export).
+pub fn norm<B: Backend>(bn: &BatchNorm<B>) -> (Vec<f32>, Vec<f32>) {
     let (gamma, beta) = (param(&bn.gamma), param(&bn.beta));
     let (mean, var) = (host(bn.running_mean.value()), host(bn.running_var.value()));
     let scale: Vec<f32> =

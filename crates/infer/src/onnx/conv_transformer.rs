@@ -7,7 +7,9 @@ use burn::tensor::backend::Backend;
 use models::conv_transformer::{ConvBlock, ConvTransformer, TransformerBlock};
 
 use super::graph::{Attr, Builder};
-use super::layers::{attention, host, norm, silu, split_last, Dense, Mask};
+use engine::graph::norm;
+
+use super::layers::{attention, host, silu, split_last, Dense, Mask};
 
 /// `[batch, frames, features]` -> `[batch, frames, 2 dim]` (before pooling or the per-frame head).
 pub fn encode<B: Backend>(g: &mut Builder, m: &ConvTransformer<B>, x: &str, mask: &Mask) -> String {

@@ -6,6 +6,8 @@ use burn::nn::{BatchNorm, Linear};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
 
+use engine::graph::norm;
+
 use super::graph::{Attr, Builder};
 
 /// A tensor's values on the host, row-major.
@@ -72,16 +74,6 @@ impl Dense {
             None => y,
         }
     }
-}
-
-/// Eval BatchNorm as `(scale, shift)` per channel.
-pub fn norm<B: Backend>(bn: &BatchNorm<B>) -> (Vec<f32>, Vec<f32>) {
-    let (gamma, beta) = (param(&bn.gamma), param(&bn.beta));
-    let (mean, var) = (host(bn.running_mean.value()), host(bn.running_var.value()));
-    let scale: Vec<f32> =
-        gamma.iter().zip(&var).map(|(g, v)| (*g as f64 / (*v as f64 + bn.epsilon).sqrt()) as f32).collect();
-    let shift = beta.iter().zip(&mean).zip(&scale).map(|((b, m), s)| b - m * s).collect();
-    (scale, shift)
 }
 
 /// `x * sigmoid(x)`.
