@@ -200,7 +200,8 @@ pub fn read_recording(path: &Path) -> Result<LandmarkSequence, InferError> {
 }
 
 /// Encode a frame of the 543 layout as a JSON line with the named groups (missing points as
-/// `null`, a group with no point as `null`): what a front end sends.
+/// `null`, a missing z as `[x, y, null]`, a group with no point as `null`): what a front end
+/// sends, and what [`parse_frame`] reads back to the same values.
 pub fn encode_frame(frame: i64, points: &[[f32; 3]]) -> String {
     let mut obj = serde_json::Map::new();
     obj.insert("frame".into(), frame.into());
@@ -214,7 +215,7 @@ pub fn encode_frame(frame: i64, points: &[[f32; 3]]) -> String {
                     if p[0].is_nan() || p[1].is_nan() {
                         serde_json::Value::Null
                     } else {
-                        serde_json::json!([p[0], p[1], if p[2].is_nan() { 0.0 } else { p[2] }])
+                        serde_json::json!([p[0], p[1], if p[2].is_finite() { Some(p[2]) } else { None }])
                     }
                 })
                 .collect()
@@ -276,10 +277,12 @@ mod tests {
         for (i, p) in pts.iter_mut().enumerate().skip(468).take(21) {
             *p = [i as f32 / 1000.0, 0.5, -0.1];
         }
+        pts[480][2] = f32::NAN;
         let line = encode_frame(7, &pts);
         let a = parse_frame(&line, 0).unwrap();
         assert_eq!(a.frame, 7);
         assert_eq!(a.points[470], [0.47, 0.5, -0.1]);
+        assert!(a.points[480][..2] == pts[480][..2] && a.points[480][2].is_nan(), "a missing z stays missing");
         assert!(a.points[0][0].is_nan() && a.points[530][0].is_nan());
         let flat: Vec<serde_json::Value> = a
             .points
