@@ -167,8 +167,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| DataError::io(dir, e))?;
-    let mut tmp =
-        tempfile::Builder::new().prefix(&temp_prefix()).tempfile_in(dir).map_err(|e| DataError::io(dir, e))?;
+    let prefix = temp_prefix();
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix);
+    // The mode a plain file gets (0o666 less the umask), not the temp file's private 0o600: an
+    // exported model is meant to be read by other users and servers.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    let mut tmp = builder.tempfile_in(dir).map_err(|e| DataError::io(dir, e))?;
     tmp.write_all(bytes).map_err(|e| DataError::io(path, e))?;
     tmp.as_file().sync_all().map_err(|e| DataError::io(path, e))?;
     tmp.persist(path).map_err(|e| DataError::io(path, e.error))?;
@@ -207,6 +213,19 @@ pub fn sweep_temp_files(dir: &Path) {
 
 #[cfg(test)]
 mod tests {
+    #[cfg(unix)]
+    #[test]
+    fn atomic_writes_get_the_mode_of_a_plain_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain");
+        std::fs::File::create(&plain).unwrap();
+        let atomic = dir.path().join("atomic");
+        super::write_atomic(&atomic, b"x").unwrap();
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&atomic), mode(&plain));
+    }
+
     use super::*;
 
     /// A FIFO, `/dev/zero` behind a symlink and a directory are refused before they are read (the
