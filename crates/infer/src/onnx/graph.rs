@@ -120,6 +120,18 @@ impl Builder {
         name
     }
 
+    /// `x` with size-1 axes inserted at `axes`.
+    pub fn unsqueeze(&mut self, x: &str, axes: &[i64]) -> String {
+        let axes = self.i64s(axes);
+        self.op("Unsqueeze", &[x, &axes], vec![])
+    }
+
+    /// `x[start..end]` along `axis`.
+    pub fn slice(&mut self, x: &str, start: i64, end: i64, axis: i64) -> String {
+        let (s, e, a) = (self.i64s(&[start]), self.i64s(&[end]), self.i64s(&[axis]));
+        self.op("Slice", &[x, &s, &e, &a], vec![])
+    }
+
     /// Nodes so far.
     pub fn node_count(&self) -> usize {
         self.nodes.len()

@@ -89,24 +89,28 @@ pub struct Mask {
     pub mean_weights: String,
     /// `[batch, 1, 1, frames]`: -1e4 on padded keys, 0 elsewhere (attention).
     pub key_bias: String,
-    /// `[batch, frames]` bool: true on valid frames.
-    pub valid: String,
+}
+
+/// The frame positions of `x` (`[batch, frames, ...]`) against each sequence's length: the
+/// frame count `[1]`, the positions `[1, frames]` and whether each frame is inside its sequence
+/// `[batch, frames]` (bool; `lengths` is `[batch]` int64).
+pub fn frames_within(g: &mut Builder, x: &str, lengths: &str) -> (String, String, String) {
+    let shape = g.op("Shape", &[x], vec![]);
+    let frames = g.slice(&shape, 1, 2, 0); // [1]
+    let (zero, one) = (g.i64_scalar(0), g.i64_scalar(1));
+    let last = g.op("Squeeze", &[&frames], vec![]);
+    let range = g.op("Range", &[&zero, &last, &one], vec![]);
+    let positions = g.unsqueeze(&range, &[0]); // [1, T]
+    let lengths = g.unsqueeze(lengths, &[1]); // [B, 1]
+    let inside = g.op("Less", &[&positions, &lengths], vec![]); // [B, T]
+    (frames, positions, inside)
 }
 
 impl Mask {
     /// The mask of `x` (`[batch, frames, _]`) with `valid` frames per sequence.
     pub fn new(g: &mut Builder, x: &str, valid: &str) -> Self {
-        let shape = g.op("Shape", &[x], vec![]);
-        let one = g.i64s(&[1]);
-        let frames = g.op("Gather", &[&shape, &one], vec![Attr::Int("axis", 0)]); // [1]
-        let zero = g.i64_scalar(0);
-        let step = g.i64_scalar(1);
-        let frames_scalar = g.op("Squeeze", &[&frames], vec![]);
-        let range = g.op("Range", &[&zero, &frames_scalar, &step], vec![]); // [T]
-        let (axis0, axis1) = (g.i64s(&[0]), g.i64s(&[1]));
-        let range = g.op("Unsqueeze", &[&range, &axis0], vec![]); // [1, T]
-        let lengths = g.op("Unsqueeze", &[valid, &axis1], vec![]); // [B, 1]
-        let is_valid = g.op("Less", &[&range, &lengths], vec![]); // [B, T]
+        let (_, _, is_valid) = frames_within(g, x, valid);
+        let axis1 = g.i64s(&[1]);
         let validf = g.op("Cast", &[&is_valid], vec![Attr::Int("to", 1)]);
         let count = g.op("ReduceSum", &[&validf, &axis1], vec![Attr::Int("keepdims", 1)]);
         let (one_f, pad_bias, axes12) = (g.scalar(1.0), g.scalar(-1e4), g.i64s(&[1, 2]));
@@ -116,7 +120,7 @@ impl Mask {
         let pad = g.op("Sub", &[&one_f, &validf], vec![]);
         let bias = g.op("Mul", &[&pad, &pad_bias], vec![]);
         let key_bias = g.op("Unsqueeze", &[&bias, &axes12], vec![]);
-        Self { mean_weights, key_bias, valid: is_valid }
+        Self { mean_weights, key_bias }
     }
 
     /// Mean of `x` (`[batch, frames, channels]`) over each sequence's valid frames:
@@ -153,11 +157,5 @@ pub fn attention(g: &mut Builder, q: &str, k: &str, v: &str, heads: usize, dim: 
 
 /// The last axis of `x` cut into `parts` equal pieces.
 pub fn split_last(g: &mut Builder, x: &str, parts: usize, size: usize) -> Vec<String> {
-    (0..parts)
-        .map(|i| {
-            let (start, end) = (g.i64s(&[(i * size) as i64]), g.i64s(&[((i + 1) * size) as i64]));
-            let axis = g.i64s(&[2]);
-            g.op("Slice", &[x, &start, &end, &axis], vec![])
-        })
-        .collect()
+    (0..parts).map(|i| g.slice(x, (i * size) as i64, ((i + 1) * size) as i64, 2)).collect()
 }

@@ -13,6 +13,7 @@
 use data::preprocess::{Coords, LongSequences, Preprocessor};
 
 use super::graph::{Attr, Builder};
+use super::layers::frames_within;
 
 /// The model's inputs made from raw landmarks: `features` `[batch, window, input_features]`
 /// and `valid` `[batch]` (int64 frames each sequence filled).
@@ -28,23 +29,14 @@ pub struct Prepared {
 pub fn prepare(g: &mut Builder, pre: &Preprocessor, points: usize, landmarks: &str, lengths: &str) -> Prepared {
     let cfg = &pre.config;
     let dims = if cfg.coords == Coords::Xy { 2 } else { 3 };
-    let shape = g.op("Shape", &[landmarks], vec![]);
-    let frames = slice(g, &shape, 1, 2, 0); // [1]
-    let t_row = {
-        let (zero, one) = (g.i64_scalar(0), g.i64_scalar(1));
-        let last = g.op("Squeeze", &[&frames], vec![]);
-        let r = g.op("Range", &[&zero, &last, &one], vec![]);
-        unsqueeze(g, &r, &[0]) // [1, T]
-    };
-    let len_col = unsqueeze(g, lengths, &[1]); // [B, 1]
-    let in_seq = g.op("Less", &[&t_row, &len_col], vec![]); // [B, T]
-    let in_seq4 = unsqueeze(g, &in_seq, &[2, 3]);
+    let (frames, t_row, in_seq) = frames_within(g, landmarks, lengths);
+    let in_seq4 = g.unsqueeze(&in_seq, &[2, 3]);
     let nan = g.scalar(f32::NAN);
 
     let reference = (cfg.normalize && points > cfg.reference_point).then(|| {
         let index = g.i64_scalar(cfg.reference_point as i64);
         let r = g.op("Gather", &[landmarks, &index], vec![Attr::Int("axis", 2)]); // [B, T, 3]
-        let present = unsqueeze(g, &in_seq, &[2]);
+        let present = g.unsqueeze(&in_seq, &[2]);
         let finite = finite(g, &r);
         let finite = g.op("And", &[&finite, &present], vec![]);
         nan_mean(g, &r, &finite, &[1], 0.5) // [B, 1, 3]
@@ -81,13 +73,13 @@ pub fn prepare(g: &mut Builder, pre: &Preprocessor, points: usize, landmarks: &s
             let axis = g.i64s(&[1]);
             g.op("Squeeze", &[&m, &axis], vec![])
         });
-        let reference = unsqueeze(g, &reference, &[1]); // [B, 1, 1, 3]
+        let reference = g.unsqueeze(&reference, &[1]); // [B, 1, 1, 3]
         sel = g.op("Sub", &[&sel, &reference], vec![]);
         sel = scale_by_std(g, &sel, dims);
     }
 
     let width = (indices.len() * dims) as i64;
-    let coords = if dims == 3 { sel } else { slice(g, &sel, 0, 2, 3) };
+    let coords = if dims == 3 { sel } else { g.slice(&sel, 0, 2, 3) };
     let flat_shape = g.i64s(&[0, 0, width]);
     let flat = g.op("Reshape", &[&coords, &flat_shape], vec![]); // [B, T, width]
 
@@ -115,16 +107,6 @@ pub fn prepare(g: &mut Builder, pre: &Preprocessor, points: usize, landmarks: &s
     Prepared { features, valid }
 }
 
-fn unsqueeze(g: &mut Builder, x: &str, axes: &[i64]) -> String {
-    let axes = g.i64s(axes);
-    g.op("Unsqueeze", &[x, &axes], vec![])
-}
-
-fn slice(g: &mut Builder, x: &str, start: i64, end: i64, axis: i64) -> String {
-    let (s, e, a) = (g.i64s(&[start]), g.i64s(&[end]), g.i64s(&[axis]));
-    g.op("Slice", &[x, &s, &e, &a], vec![])
-}
-
 /// True where `x` is neither NaN nor infinite.
 fn finite(g: &mut Builder, x: &str) -> String {
     let (nan, inf) = (g.op("IsNaN", &[x], vec![]), g.op("IsInf", &[x], vec![]));
@@ -150,7 +132,7 @@ fn nan_mean(g: &mut Builder, x: &str, present: &str, axes: &[i64], fallback: f32
 /// Divide every coordinate of each sequence by the std of its present kept coordinates (the
 /// first `dims`), when there are at least two and the std is above 1e-6.
 fn scale_by_std(g: &mut Builder, sel: &str, dims: usize) -> String {
-    let d = if dims == 3 { sel.to_string() } else { slice(g, sel, 0, 2, 3) };
+    let d = if dims == 3 { sel.to_string() } else { g.slice(sel, 0, 2, 3) };
     let isnan = g.op("IsNaN", &[&d], vec![]);
     let present = g.op("Not", &[&isnan], vec![]);
     let axes = g.i64s(&[1, 2, 3]);
@@ -188,8 +170,8 @@ fn fit_window(
     mode: LongSequences,
 ) -> (String, String) {
     let j = g.i64s(&(0..window).collect::<Vec<_>>());
-    let j = unsqueeze(g, &j, &[0]); // [1, W]
-    let n = unsqueeze(g, kept, &[1]); // [B, 1]
+    let j = g.unsqueeze(&j, &[0]); // [1, W]
+    let n = g.unsqueeze(kept, &[1]); // [B, 1]
     let w_const = g.i64_scalar(window);
     let long = g.op("Greater", &[&n, &w_const], vec![]);
     let one = g.i64_scalar(1);
@@ -228,9 +210,9 @@ fn fit_window(
     let rows = |g: &mut Builder, src: &str| {
         let src = g.op("Min", &[src, &last], vec![]); // [B, W], inside the input
         let original = g.op("GatherElements", &[order, &src], vec![Attr::Int("axis", 1)]);
-        let idx = unsqueeze(g, &original, &[2]);
+        let idx = g.unsqueeze(&original, &[2]);
         let width = g.op("Shape", &[flat], vec![]);
-        let width = slice(g, &width, 2, 3, 0);
+        let width = g.slice(&width, 2, 3, 0);
         let ones = g.i64s(&[1, 1]);
         let target = g.op("Concat", &[&ones, &width], vec![Attr::Int("axis", 0)]);
         let idx = g.op("Expand", &[&idx, &target], vec![]);
@@ -241,10 +223,10 @@ fn fit_window(
         (Some(w), Some(exact)) => {
             let b = rows(g, &src1);
             let diff = g.op("Sub", &[&b, &a], vec![]);
-            let w = unsqueeze(g, &w, &[2]);
+            let w = g.unsqueeze(&w, &[2]);
             let step = g.op("Mul", &[&diff, &w], vec![]);
             let lerp = g.op("Add", &[&a, &step], vec![]);
-            let exact = unsqueeze(g, &exact, &[2]);
+            let exact = g.unsqueeze(&exact, &[2]);
             g.op("Where", &[&exact, &a, &lerp], vec![])
         }
         _ => a,
@@ -257,11 +239,11 @@ fn fit_window(
 /// row (0 where `t + lag` is past `valid`).
 fn time_differences(g: &mut Builder, fitted: &str, valid: &str, window: i64, diffs: bool) -> String {
     let j = g.i64s(&(0..window).collect::<Vec<_>>());
-    let j = unsqueeze(g, &j, &[0]); // [1, W]
-    let v = unsqueeze(g, valid, &[1]); // [B, 1]
+    let j = g.unsqueeze(&j, &[0]); // [1, W]
+    let v = g.unsqueeze(valid, &[1]); // [B, 1]
     let zero = g.scalar(0.0);
     let inside = g.op("Less", &[&j, &v], vec![]);
-    let inside = unsqueeze(g, &inside, &[2]);
+    let inside = g.unsqueeze(&inside, &[2]);
     let x = g.op("Where", &[&inside, fitted, &zero], vec![]);
     if !diffs {
         return x;
@@ -270,12 +252,12 @@ fn time_differences(g: &mut Builder, fitted: &str, valid: &str, window: i64, dif
     for lag in [1i64, 2] {
         let pads = g.i64s(&[0, 0, 0, 0, lag, 0]);
         let padded = g.op("Pad", &[fitted, &pads], vec![]);
-        let ahead = slice(g, &padded, lag, lag + window, 1);
+        let ahead = g.slice(&padded, lag, lag + window, 1);
         let d = g.op("Sub", &[&ahead, fitted], vec![]);
         let lag_c = g.i64_scalar(lag);
         let jl = g.op("Add", &[&j, &lag_c], vec![]);
         let ok = g.op("Less", &[&jl, &v], vec![]);
-        let ok = unsqueeze(g, &ok, &[2]);
+        let ok = g.unsqueeze(&ok, &[2]);
         parts.push(g.op("Where", &[&ok, &d, &zero], vec![]));
     }
     let refs: Vec<&str> = parts.iter().map(String::as_str).collect();

@@ -18,9 +18,9 @@ pub fn encode<B: Backend>(g: &mut Builder, m: &SignTransformer<B>, x: &str, mask
     let [_, max, dim] = m.positions.sinusoids.dims();
     let table = g.f32s("positions", &[1, max, dim], host(m.positions.sinusoids.clone()));
     let shape = g.op("Shape", &[x], vec![]);
-    let (one, two, zero) = (g.i64s(&[1]), g.i64s(&[2]), g.i64s(&[0]));
-    let frames = g.op("Slice", &[&shape, &one, &two], vec![]); // [1]
-    let rows = g.op("Slice", &[&table, &zero, &frames, &one], vec![]);
+    let frames = g.slice(&shape, 1, 2, 0); // [1]
+    let (zero, one) = (g.i64s(&[0]), g.i64s(&[1]));
+    let rows = g.op("Slice", &[&table, &zero, &frames, &one], vec![]); // the first `frames` rows
     let mut h = g.op("Add", &[&h, &rows], vec![]);
     for layer in &m.encoder.layers {
         h = encoder_layer(g, layer, &h, mask)?;
