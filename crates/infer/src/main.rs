@@ -253,9 +253,10 @@ enum Command {
         /// The .onnx file to write (must not exist).
         #[arg(long)]
         out: PathBuf,
-        /// What the graph takes: raw landmarks (preprocessing inside) or the model's features.
-        #[arg(long, value_enum, default_value = "landmarks")]
-        input: OnnxInput,
+        /// What the graph takes: `landmarks` (raw, preprocessing inside the graph) or
+        /// `features` (the model's input features).
+        #[arg(long, default_value = "landmarks")]
+        input: infer::onnx::GraphInput,
     },
     /// Make a SignFlow model directory from a PyTorch state_dict (`torch.save(model.state_dict())`)
     /// of the same architecture; the architecture, preprocessing and labels come from --card.
@@ -298,15 +299,6 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-}
-
-/// `export-onnx --input`.
-#[derive(Clone, Copy, PartialEq, ValueEnum)]
-enum OnnxInput {
-    /// Raw landmarks [batch, frames, points, 3] and lengths; preprocessing inside the graph.
-    Landmarks,
-    /// The model's features [batch, frames, input_features] and valid frames.
-    Features,
 }
 
 #[derive(Clone, Copy, PartialEq, ValueEnum)]
@@ -695,10 +687,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::ExportOnnx { model, out, input } => {
-            let input = match input {
-                OnnxInput::Landmarks => infer::onnx::GraphInput::Landmarks,
-                OnnxInput::Features => infer::onnx::GraphInput::Features,
-            };
             let card = infer::onnx::export_onnx(&model, &out, input)?;
             println!(
                 "wrote {} ({} model, {:?}, {} classes, ONNX opset {})",

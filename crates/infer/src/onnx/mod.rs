@@ -49,6 +49,19 @@ pub enum GraphInput {
     Features,
 }
 
+impl std::str::FromStr for GraphInput {
+    type Err = String;
+
+    /// `landmarks` or `features` (what `infer export-onnx --input` takes).
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "landmarks" => Ok(Self::Landmarks),
+            "features" => Ok(Self::Features),
+            other => Err(format!("`{other}`: expected landmarks or features")),
+        }
+    }
+}
+
 /// The landmarks per frame a model trained on landmarks takes: the MediaPipe Holistic layout's
 /// 543 when the card's preprocessing of it gives the model's features, otherwise (no landmark
 /// subset chosen) the count the features imply; `None` for a model of other features.
