@@ -17,7 +17,7 @@ use criterion::{criterion_group, Criterion, Throughput};
 use models::precision::{ComputeModel, Materialize};
 use models::{ConvTransformerConfig, GruModelConfig, ModelConfig, SignModel, TransformerConfig};
 use trainer::bench::{pad_mask_host, synthetic_batch};
-use trainer::config::OptimizerConfig;
+use trainer::config::ExperimentConfig;
 use trainer::objective::Objective;
 use trainer::optim::Optim;
 use trainer::profile::Profiler;
@@ -52,7 +52,7 @@ fn bench(c: &mut Criterion) {
         g.bench_function("forward_backward", |b| {
             b.iter(|| loss_fn.forward(model.forward(x.clone(), mask.clone()), labels.clone()).backward())
         });
-        let optimizer = OptimizerConfig::default();
+        let optimizer = ExperimentConfig::default().optimizer;
         let mut optim = Optim::new(&optimizer);
         let objective = Objective::new(models::Task::Classification, 0.0, &device);
         let settings = StepSettings::timing(FloatDType::F32, optimizer.clip_grad_norm);

@@ -471,16 +471,47 @@ impl From<ScoresV1> for Scores {
     }
 }
 
+impl From<Task> for TaskV1 {
+    fn from(t: Task) -> Self {
+        match t {
+            Task::Classification => Self::Classification,
+            Task::Ctc => Self::Ctc,
+        }
+    }
+}
+
+impl From<TaskV1> for Task {
+    fn from(t: TaskV1) -> Self {
+        match t {
+            TaskV1::Classification => Self::Classification,
+            TaskV1::Ctc => Self::Ctc,
+        }
+    }
+}
+
+impl From<&DecodeConfig> for DecodeV1 {
+    fn from(d: &DecodeConfig) -> Self {
+        let DecodeConfig { decoder, beam_width, lexicon } = d.clone();
+        Self { decoder: decoder.into(), beam_width, lexicon }
+    }
+}
+
+impl From<DecodeV1> for DecodeConfig {
+    fn from(d: DecodeV1) -> Self {
+        let DecodeV1 { decoder, beam_width, lexicon } = d;
+        Self { decoder: decoder.into(), beam_width, lexicon }
+    }
+}
+
 impl From<&CtcCard> for CtcV1 {
     fn from(c: &CtcCard) -> Self {
         let CtcCard { unit, decode, valid, lexicon } = c.clone();
-        let DecodeConfig { decoder, beam_width, lexicon: lexicon_file } = decode;
         Self {
             unit: match unit {
                 Unit::Character => UnitV1::Character,
                 Unit::Gloss => UnitV1::Gloss,
             },
-            decode: DecodeV1 { decoder: decoder.into(), beam_width, lexicon: lexicon_file },
+            decode: (&decode).into(),
             valid: valid.map(ScoresV1::from),
             lexicon,
         }
@@ -490,13 +521,12 @@ impl From<&CtcCard> for CtcV1 {
 impl From<CtcV1> for CtcCard {
     fn from(c: CtcV1) -> Self {
         let CtcV1 { unit, decode, valid, lexicon } = c;
-        let DecodeV1 { decoder, beam_width, lexicon: lexicon_file } = decode;
         Self {
             unit: match unit {
                 UnitV1::Character => Unit::Character,
                 UnitV1::Gloss => Unit::Gloss,
             },
-            decode: DecodeConfig { decoder: decoder.into(), beam_width, lexicon: lexicon_file },
+            decode: decode.into(),
             valid: valid.map(Scores::from),
             lexicon,
         }
@@ -538,10 +568,7 @@ impl From<ModelCard> for CardV1 {
             valid_loss,
             median_frames,
             split: split.as_ref().map(SplitV1::from),
-            task: match task {
-                Task::Classification => TaskV1::Classification,
-                Task::Ctc => TaskV1::Ctc,
-            },
+            task: task.into(),
             ctc: ctc.as_ref().map(CtcV1::from),
         }
     }
@@ -582,10 +609,7 @@ impl From<CardV1> for ModelCard {
             valid_loss,
             median_frames,
             split: split.map(TrainingSplit::from),
-            task: match task {
-                TaskV1::Classification => Task::Classification,
-                TaskV1::Ctc => Task::Ctc,
-            },
+            task: task.into(),
             ctc: ctc.map(CtcCard::from),
         }
     }

@@ -7,6 +7,8 @@
 //! - [`card`]: `model.json`, the [`ModelCard`] (architecture, preprocessing, labels, provenance,
 //!   and the [`TrainingSplit`] the model was validated on), read and written through
 //!   [`card_v1`], the frozen document of format version 1;
+//! - [`config_v1`]: `config.toml`, the experiment config (the user's layers and the resolved record a
+//!   run directory and a bundle keep), frozen as version 1;
 //! - [`state_v1`]: a checkpoint's `state.json` (the trainer's loop state), frozen as version 1;
 //! - [`weights`]: saving and loading weights (`model.mpk`) with shape checks;
 //! - [`atomic`]: atomic file writes and directories staged under a temporary name;
@@ -29,6 +31,7 @@
 pub mod atomic;
 pub mod card;
 pub mod card_v1;
+pub mod config_v1;
 pub mod layout;
 pub mod manifest;
 pub mod pickle;

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use bundle::config_v1::ConfigV1;
 use data::augment::AugmentConfig;
 use data::dataset::OnError;
 use data::preprocess::PreprocessConfig;
@@ -18,7 +19,7 @@ use data::synth::SynthConfig;
 use device::{DeviceSpec, PrecisionSetting, SelectionPolicy};
 use models::decode::DecodeConfig;
 use models::{ModelConfig, Task};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use toml::{Table, Value};
 
 /// The built-in default experiment, identical to `configs/default.toml`.
@@ -27,11 +28,11 @@ pub const DEFAULT_TOML: &str = include_str!("../../../configs/default.toml");
 /// The version of the experiment config schema this trainer writes (`config_version` in every
 /// run directory's and bundle's `config.toml`). A file without the key is version 1; a file of a
 /// later version is refused with a message saying so, not misread.
-pub const CONFIG_VERSION: u32 = 1;
+pub const CONFIG_VERSION: u32 = bundle::config_v1::VERSION;
 
 /// A whole experiment.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(into = "ConfigV1")]
 pub struct ExperimentConfig {
     /// The schema version of the file ([`CONFIG_VERSION`]; user configs may leave it out).
     pub config_version: u32,
@@ -73,34 +74,16 @@ pub struct ExperimentConfig {
     pub distributed: crate::dist::config::DistributedConfig,
 }
 
+/// Version 1's meaning of an empty file (`bundle::config_v1`); the product starts from
+/// [`DEFAULT_TOML`] over it.
 impl Default for ExperimentConfig {
     fn default() -> Self {
-        Self {
-            config_version: CONFIG_VERSION,
-            name: "signflow".into(),
-            task: Task::Classification,
-            data: DataConfig::default(),
-            synthetic: SynthConfig::default(),
-            sentences: SentenceConfig::default(),
-            ctc: DecodeConfig::default(),
-            preprocess: PreprocessConfig::default(),
-            augment: AugmentConfig::default(),
-            model: ModelConfig::default(),
-            optimizer: OptimizerConfig::default(),
-            schedule: ScheduleConfig::default(),
-            training: TrainingConfig::default(),
-            checkpoint: CheckpointConfig::default(),
-            device: DeviceConfig::default(),
-            amp: AmpConfig::default(),
-            recovery: RecoveryConfig::default(),
-            distributed: crate::dist::config::DistributedConfig::default(),
-        }
+        ConfigV1::default().try_into().expect("version 1's defaults are a valid config")
     }
 }
 
 /// `[data]`: where sequences come from and how they are split and loaded.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct DataConfig {
     /// Dataset root (ISLR layout or npy layout). Empty = generate the `[synthetic]` dataset.
     pub path: String,
@@ -130,28 +113,8 @@ pub struct DataConfig {
     pub device_prefetch: bool,
 }
 
-impl Default for DataConfig {
-    fn default() -> Self {
-        Self {
-            path: String::new(),
-            synthetic_dir: ".signflow/synthetic".into(),
-            cache_dir: ".signflow/cache".into(),
-            valid_fraction: 0.25,
-            split_seed: 42,
-            folds: 0,
-            fold: 0,
-            on_error: OnError::Skip,
-            max_bad_fraction: 0.05,
-            workers: 2,
-            prefetch: 2,
-            device_prefetch: true,
-        }
-    }
-}
-
 /// `optimizer.kind`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OptimizerKind {
     /// AdamW with decoupled weight decay.
     Adamw,
@@ -160,8 +123,7 @@ pub enum OptimizerKind {
 }
 
 /// `[optimizer]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct OptimizerConfig {
     /// AdamW or SGD.
     pub kind: OptimizerKind,
@@ -183,25 +145,8 @@ pub struct OptimizerConfig {
     pub clip_grad_norm: f64,
 }
 
-impl Default for OptimizerConfig {
-    fn default() -> Self {
-        Self {
-            kind: OptimizerKind::Adamw,
-            lr: 1e-3,
-            weight_decay: 0.05,
-            beta1: 0.9,
-            beta2: 0.999,
-            epsilon: 1e-8,
-            momentum: 0.9,
-            nesterov: false,
-            clip_grad_norm: 1.0,
-        }
-    }
-}
-
 /// `schedule.kind`: the shape after the linear warm-up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScheduleKind {
     /// Linear warm-up, then cosine decay to `min_lr` at the last optimizer step.
     Cosine,
@@ -212,8 +157,7 @@ pub enum ScheduleKind {
 }
 
 /// `[schedule]`: the LR as a function of the optimizer step (not the micro-batch).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ScheduleConfig {
     /// The schedule's shape.
     pub kind: ScheduleKind,
@@ -229,22 +173,8 @@ pub struct ScheduleConfig {
     pub gamma: f64,
 }
 
-impl Default for ScheduleConfig {
-    fn default() -> Self {
-        Self {
-            kind: ScheduleKind::Cosine,
-            warmup_steps: 0,
-            warmup_epochs: 1.0,
-            min_lr: 1e-6,
-            step_size: 1000,
-            gamma: 0.5,
-        }
-    }
-}
-
 /// A validation metric that decides the best epoch and early stopping.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Metric {
     /// Mean validation loss (lower is better).
     ValidLoss,
@@ -285,8 +215,7 @@ impl Metric {
 }
 
 /// How training shows progress.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProgressMode {
     /// A live bar on a terminal, plain lines otherwise.
     Auto,
@@ -299,8 +228,7 @@ pub enum ProgressMode {
 }
 
 /// `[training]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TrainingConfig {
     /// Epochs to train.
     pub epochs: usize,
@@ -340,30 +268,6 @@ pub struct TrainingConfig {
     pub out_dir: String,
 }
 
-impl Default for TrainingConfig {
-    fn default() -> Self {
-        Self {
-            epochs: 20,
-            batch_size: BatchSize::Fixed(32),
-            effective_batch_size: 0,
-            max_batch_size: 512,
-            precision: PrecisionSetting::Auto,
-            empty_cache_interval: 0,
-            profile: false,
-            accumulation_steps: 1,
-            label_smoothing: 0.1,
-            seed: 1,
-            drop_last: true,
-            max_steps: 0,
-            late_dropout_epoch: 0,
-            log_every: 10,
-            early_stopping: EarlyStopping::default(),
-            progress: ProgressMode::Auto,
-            out_dir: "runs".into(),
-        }
-    }
-}
-
 /// A micro-batch size or "auto".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BatchSize {
@@ -383,47 +287,8 @@ impl BatchSize {
     }
 }
 
-impl Serialize for BatchSize {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Self::Auto => s.serialize_str("auto"),
-            Self::Fixed(n) => s.serialize_u64(*n as u64),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for BatchSize {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = BatchSize;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a positive integer or \"auto\"")
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<BatchSize, E> {
-                Ok(BatchSize::Fixed(v as usize))
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<BatchSize, E> {
-                if v < 0 {
-                    return Err(E::custom(format!("must be a positive integer or \"auto\", got {v}")));
-                }
-                Ok(BatchSize::Fixed(v as usize))
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<BatchSize, E> {
-                if v == "auto" {
-                    Ok(BatchSize::Auto)
-                } else {
-                    Err(E::custom(format!("must be a positive integer or \"auto\", got \"{v}\"")))
-                }
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
 /// `[amp]`: dynamic loss scaling for f16 (bf16 and f32 need none).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AmpConfig {
     /// The loss scale a run starts with.
     pub init_scale: f64,
@@ -437,16 +302,9 @@ pub struct AmpConfig {
     pub min_scale: f64,
 }
 
-impl Default for AmpConfig {
-    fn default() -> Self {
-        Self { init_scale: 65536.0, growth_factor: 2.0, growth_interval: 2000, backoff_factor: 0.5, min_scale: 1.0 }
-    }
-}
-
 /// `[recovery]`: what happens when a step's loss or gradients are not finite. Every event goes
 /// to `events.jsonl`, the log and `summary.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RecoveryConfig {
     /// Bad steps in a row that are skipped before rolling back to the last good snapshot.
     pub max_consecutive_bad: usize,
@@ -461,15 +319,8 @@ pub struct RecoveryConfig {
     pub max_device_faults: usize,
 }
 
-impl Default for RecoveryConfig {
-    fn default() -> Self {
-        Self { max_consecutive_bad: 3, max_rollbacks: 3, lr_cut: 0.5, snapshot_every: 20, max_device_faults: 3 }
-    }
-}
-
 /// `[training.early_stopping]`: also decides which epoch is "best".
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct EarlyStopping {
     /// The metric that decides the best epoch.
     pub metric: Metric,
@@ -479,15 +330,8 @@ pub struct EarlyStopping {
     pub min_delta: f64,
 }
 
-impl Default for EarlyStopping {
-    fn default() -> Self {
-        Self { metric: Metric::ValidTop1, patience: 0, min_delta: 0.0 }
-    }
-}
-
 /// `[checkpoint]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CheckpointConfig {
     /// Also checkpoint every N optimizer steps (0 = only at epoch end, or `gpu_every_steps` on
     /// a GPU).
@@ -497,12 +341,6 @@ pub struct CheckpointConfig {
     pub gpu_every_steps: usize,
     /// Step checkpoints kept (the best model is kept besides these).
     pub keep_last: usize,
-}
-
-impl Default for CheckpointConfig {
-    fn default() -> Self {
-        Self { every_steps: 0, gpu_every_steps: 100, keep_last: 2 }
-    }
 }
 
 impl CheckpointConfig {
@@ -516,8 +354,7 @@ impl CheckpointConfig {
 }
 
 /// `[device]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct DeviceConfig {
     /// auto, cpu, cuda, cuda:N, wgpu, wgpu:N
     pub device: DeviceSpec,
@@ -531,19 +368,6 @@ pub struct DeviceConfig {
     pub min_free_memory_mib: u64,
     /// Let `auto` pick software Vulkan adapters (llvmpipe).
     pub allow_software_wgpu: bool,
-}
-
-impl Default for DeviceConfig {
-    fn default() -> Self {
-        let p = SelectionPolicy::default();
-        Self {
-            device: DeviceSpec::Auto,
-            choose: device::Choose::Ranked,
-            prefer: p.prefer,
-            min_free_memory_mib: p.min_free_memory_mib,
-            allow_software_wgpu: p.allow_software_wgpu,
-        }
-    }
 }
 
 impl DeviceConfig {
@@ -629,7 +453,7 @@ impl ConfigBuilder {
     }
 
     /// Starts from nothing but the struct defaults (how a resolved `config.toml` is read back).
-    pub(crate) fn empty() -> Self {
+    pub fn empty() -> Self {
         Self { merged: Table::new(), origins: BTreeMap::new() }
     }
 
@@ -745,7 +569,7 @@ impl ConfigBuilder {
     /// Deserialize and validate the merged layers.
     pub fn build(&self) -> Result<ExperimentConfig, ConfigError> {
         let value = Value::Table(self.merged.clone());
-        let cfg: ExperimentConfig = serde_path_to_error::deserialize(value).map_err(|e| {
+        let doc: ConfigV1 = serde_path_to_error::deserialize(value).map_err(|e| {
             let mut key = e.path().to_string();
             let message = e.inner().to_string();
             // serde reports unknown fields at the enclosing table: name the field itself.
@@ -761,7 +585,9 @@ impl ConfigBuilder {
             let key = key.trim_start_matches('.').to_string();
             ConfigError { origin: self.origin_of(&key), key, message: humanize(&message) }
         })?;
-        cfg.validate().map_err(|(key, message)| ConfigError { origin: self.origin_of(&key), key, message })?;
+        let invalid = |(key, message): Invalid| ConfigError { origin: self.origin_of(&key), key, message };
+        let cfg = ExperimentConfig::try_from(doc).map_err(invalid)?;
+        cfg.validate().map_err(invalid)?;
         Ok(cfg)
     }
 }
@@ -803,7 +629,8 @@ fn key_lines(table: &toml::de::DeTable<'_>, text: &str, prefix: &str, out: &mut 
     }
 }
 
-type Invalid = (String, String);
+/// A config error found after parsing: (dotted key, message).
+pub(crate) type Invalid = (String, String);
 
 fn check(ok: bool, key: &str, message: impl FnOnce() -> String) -> Result<(), Invalid> {
     if ok {

@@ -37,6 +37,7 @@ pub mod bench;
 pub mod checkpoint;
 pub mod choose;
 pub mod config;
+pub mod config_format;
 pub mod cv;
 pub mod dist;
 pub mod error;

@@ -104,7 +104,7 @@ mod tests {
     use super::*;
 
     fn training(batch: BatchSize, accumulation: usize) -> TrainingConfig {
-        TrainingConfig { batch_size: batch, accumulation_steps: accumulation, ..Default::default() }
+        TrainingConfig { batch_size: batch, accumulation_steps: accumulation, ..ExperimentConfig::default().training }
     }
 
     fn saved(batch: usize, accumulation: usize) -> ExperimentConfig {

@@ -66,8 +66,8 @@ mod tests {
     fn a_run_too_short_to_train_is_told_what_to_change() {
         // 40 training recordings (UEA BasicMotions), 12 epochs of batch 32 (the last partial
         // batch dropped): 12 steps in all.
-        let cfg =
-            ExperimentConfig { training: TrainingConfig { epochs: 12, ..Default::default() }, ..Default::default() };
+        let mut cfg = ExperimentConfig::default();
+        cfg.training.epochs = 12;
         let w = shape_warnings(&cfg, 40, 32, 1);
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].contains("makes 12 optimizer steps"), "{}", w[0]);
@@ -87,7 +87,8 @@ mod tests {
         // The default run of the built-in data is fine.
         assert!(shape_warnings(&cfg, 704, 32, 1).is_empty());
         // max_steps set on purpose (a smoke run): no step warning.
-        let smoke = ExperimentConfig { training: TrainingConfig { max_steps: 6, ..Default::default() }, ..cfg };
+        let mut smoke = cfg.clone();
+        smoke.training.max_steps = 6;
         assert!(shape_warnings(&smoke, 40, 32, 1).is_empty());
     }
 }

@@ -1,11 +1,9 @@
 //! `[distributed]`: the devices and machines of a data-parallel run.
 
-use serde::{Deserialize, Serialize};
-
 use device::DeviceSpec;
 
 /// How the global batch is split among the peers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Balance {
     /// Equal shares (the remainder goes to the first peers).
@@ -19,8 +17,7 @@ pub enum Balance {
 }
 
 /// `[distributed]`: data-parallel training on several devices and machines.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct DistributedConfig {
     /// This machine's devices, one peer each (`["cpu", "cpu"]`, `["cpu", "wgpu"]`,
     /// `["cuda:0", "cuda:1"]`, or `["gpus"]` for every CUDA GPU). Empty: one device, `[device]`.
@@ -52,25 +49,6 @@ pub struct DistributedConfig {
     /// Run a multi-node group without a secret: any machine that reaches its ports can join it.
     /// Only for a network where every machine is trusted; a warning says so at start.
     pub insecure: bool,
-}
-
-impl Default for DistributedConfig {
-    fn default() -> Self {
-        Self {
-            devices: Vec::new(),
-            balance: Balance::Equal,
-            shares: Vec::new(),
-            rebalance_every: 50,
-            nodes: 1,
-            node_rank: 0,
-            orchestrator: String::new(),
-            node_address: "127.0.0.1".into(),
-            data_port: 0,
-            timeout_s: 300,
-            secret_file: String::new(),
-            insecure: false,
-        }
-    }
 }
 
 impl DistributedConfig {
