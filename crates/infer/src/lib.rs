@@ -471,11 +471,8 @@ impl Predictor {
 
     /// Read one sequence file (see [`Predictor::read_file`]) and prepare it; errors name the file.
     pub fn prepare_file(&self, path: &Path) -> Result<Prepared> {
-        if live::is_recording(path) {
-            let sample = self.read_file(path)?;
-            return self.prepare(&sample, 0).map_err(|e| file_error(path, e));
-        }
-        self.prepare_read(format_of(path)?, path, None)
+        let sample = self.read_file(path)?;
+        self.prepare(&sample, 0).map_err(|e| file_error(path, e))
     }
 
     /// Read a sequence file of a known format and prepare it; errors name the file.

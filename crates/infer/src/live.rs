@@ -155,6 +155,58 @@ pub fn is_recording(path: &Path) -> bool {
     path.extension().is_some_and(|e| e.eq_ignore_ascii_case(RECORDING_EXTENSION))
 }
 
+/// What is wrong with a line of frames ([`frame_lines`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BadLine {
+    /// Longer than the limit (`len` bytes, over `max`); read through without being kept.
+    TooLong {
+        /// The line's length in bytes.
+        len: usize,
+        /// The limit it passed.
+        max: usize,
+    },
+    /// Not UTF-8.
+    NotUtf8,
+    /// Not a frame: what is wrong and what was expected ([`parse_frame`]).
+    Frame(String),
+}
+
+impl std::fmt::Display for BadLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::TooLong { len, max } => write!(f, "{len} bytes, over the {max}-byte limit of a frame"),
+            Self::NotUtf8 => f.write_str("not UTF-8"),
+            Self::Frame(message) => f.write_str(message),
+        }
+    }
+}
+
+/// The frames of JSON lines read from `input`, one item per non-blank line: its line number
+/// (1-based) and the frame or what is wrong with the line. A line is held in at most
+/// `max_line_bytes` ([`read_line`]); a frame without `frame` is numbered by its line (0-based).
+/// The one reader of frame lines: `infer stream --input -` skips a bad line, a recording file
+/// ([`read_recording`]) is refused at one.
+pub fn frame_lines<R: BufRead>(
+    mut input: R,
+    max_line_bytes: usize,
+) -> impl Iterator<Item = std::io::Result<(usize, Result<LiveFrame, BadLine>)>> {
+    let (mut buf, mut n) = (Vec::new(), 0usize);
+    std::iter::from_fn(move || loop {
+        n += 1;
+        let frame = match read_line(&mut input, &mut buf, max_line_bytes) {
+            Err(e) => return Some(Err(e)),
+            Ok(Line::End) => return None,
+            Ok(Line::TooLong(len)) => Err(BadLine::TooLong { len, max: max_line_bytes }),
+            Ok(Line::Text) => match std::str::from_utf8(&buf) {
+                Err(_) => Err(BadLine::NotUtf8),
+                Ok(text) if text.trim().is_empty() => continue,
+                Ok(text) => parse_frame(text, n as i64 - 1).map_err(BadLine::Frame),
+            },
+        };
+        return Some(Ok((n, frame)));
+    })
+}
+
 /// Read a recording (a `.jsonl` file of frames, as `infer stream --input -` takes them) into a
 /// sequence of the 543-point layout. Blank lines are skipped; a line that is not a frame, is
 /// not UTF-8 or is longer than [`DEFAULT_MAX_LINE_BYTES`] is an error naming the file and line,
@@ -166,28 +218,16 @@ pub fn read_recording(path: &Path) -> Result<LandmarkSequence, InferError> {
         path: path.into(),
         message: format!("line {line}: {message}"),
     };
-    let mut input = std::io::BufReader::new(file);
-    let (mut buf, mut frame_ids, mut xyz) = (Vec::new(), Vec::new(), Vec::new());
-    for n in 1.. {
-        let read = read_line(&mut input, &mut buf, DEFAULT_MAX_LINE_BYTES)
-            .map_err(|e| InferError::File { path: path.into(), message: e.to_string() })?;
-        let text = match read {
-            Line::End => break,
-            Line::TooLong(len) => {
-                return Err(bad(n, format!("{len} bytes, over the {DEFAULT_MAX_LINE_BYTES}-byte limit of a frame")))
-            }
-            Line::Text => std::str::from_utf8(&buf).map_err(|_| bad(n, "not UTF-8".into()))?,
-        };
-        if text.trim().is_empty() {
-            continue;
-        }
+    let (mut frame_ids, mut xyz) = (Vec::new(), Vec::new());
+    for line in frame_lines(std::io::BufReader::new(file), DEFAULT_MAX_LINE_BYTES) {
+        let (n, frame) = line.map_err(|e| InferError::File { path: path.into(), message: e.to_string() })?;
         if frame_ids.len() == data::sequence::MAX_FRAMES {
             return Err(bad(
                 n,
                 format!("more than {} frames; a recording is at most that long", data::sequence::MAX_FRAMES),
             ));
         }
-        let frame = parse_frame(text, frame_ids.len() as i64).map_err(|e| bad(n, e))?;
+        let frame = frame.map_err(|e| bad(n, e.to_string()))?;
         let id =
             i32::try_from(frame.frame).map_err(|_| bad(n, format!("frame number {} is out of range", frame.frame)))?;
         frame_ids.push(id);
@@ -241,7 +281,8 @@ mod tests {
         points[500] = [0.25, 0.5, -0.125];
         let good = write("good.jsonl", &format!("{}\n\n{}\n", encode_frame(7, &points), r#"{"pose": null}"#));
         let seq = read_recording(&good).unwrap();
-        assert_eq!((seq.points, seq.frame_ids.clone()), (NUM_LANDMARKS, vec![7, 1]));
+        // A frame without `frame` is numbered by its line (0-based), as on stdin.
+        assert_eq!((seq.points, seq.frame_ids.clone()), (NUM_LANDMARKS, vec![7, 2]));
         assert_eq!(seq.at(0, 500), [0.25, 0.5, -0.125]);
         assert!(seq.at(1, 500)[0].is_nan() && seq.at(0, 0)[0].is_nan());
 
@@ -269,6 +310,25 @@ mod tests {
         assert_eq!(read_line(&mut r, &mut buf, 100).unwrap(), Line::Text);
         assert_eq!(buf, b"tail");
         assert_eq!(read_line(&mut r, &mut buf, 100).unwrap(), Line::End);
+    }
+
+    #[test]
+    fn frame_lines_number_every_line_and_say_what_is_wrong_with_each() {
+        let input = [
+            b"{}\n\n".to_vec(),
+            vec![b'x'; 300],
+            b"\n{\"face\": [[0.5, 0.5]]}\n\xff\xfe\n{\"frame\": 40}\n{}".to_vec(),
+        ]
+        .concat();
+        let lines: Vec<_> = frame_lines(&input[..], 100).map(Result::unwrap).collect();
+        let numbers: Vec<usize> = lines.iter().map(|(n, _)| *n).collect();
+        assert_eq!(numbers, [1, 3, 4, 5, 6, 7], "blank line 2 is skipped");
+        assert_eq!(lines[0].1.as_ref().unwrap().frame, 0);
+        assert_eq!(lines[1].1, Err(BadLine::TooLong { len: 300, max: 100 }));
+        assert_eq!(lines[2].1, Err(BadLine::Frame("`face` has 1 points; expected 468".into())));
+        assert_eq!(lines[3].1, Err(BadLine::NotUtf8));
+        assert_eq!(lines[4].1.as_ref().unwrap().frame, 40);
+        assert_eq!(lines[5].1.as_ref().unwrap().frame, 6, "numbered by its line");
     }
 
     #[test]

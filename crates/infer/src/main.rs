@@ -151,12 +151,8 @@ enum Command {
         /// Whose clips: valid (the signers the model's training held out), train or all.
         #[arg(long, value_enum, default_value_t = SplitKind::Valid)]
         split: SplitKind,
-        /// For valid/train: the held-out share of signers (default: the model card's split).
-        #[arg(long)]
-        valid_fraction: Option<f64>,
-        /// For valid/train: the split seed (default: the model card's split).
-        #[arg(long)]
-        split_seed: Option<u64>,
+        #[command(flatten)]
+        resplit: SplitOverride,
         /// Signs per take.
         #[arg(long, default_value_t = data::takes::TakeConfig::default().signs)]
         signs: usize,
@@ -203,12 +199,8 @@ enum Command {
         /// Which sequences: all, valid (the signers the model's training run held out) or train.
         #[arg(long, value_enum, default_value_t = SplitKind::All)]
         split: SplitKind,
-        /// For valid/train: the held-out share of signers (default: the training split recorded in the model card).
-        #[arg(long)]
-        valid_fraction: Option<f64>,
-        /// For valid/train: the split seed (default: the training split recorded in the model card).
-        #[arg(long)]
-        split_seed: Option<u64>,
+        #[command(flatten)]
+        resplit: SplitOverride,
         /// Sequences per forward pass.
         #[arg(long, default_value_t = 32)]
         batch: usize,
@@ -308,14 +300,22 @@ enum SplitKind {
     Train,
 }
 
+/// Another valid/train split than the one the model card records.
+#[derive(Args, Clone)]
+struct SplitOverride {
+    /// For valid/train: the held-out share of signers (default: the training split recorded in
+    /// the model card).
+    #[arg(long)]
+    valid_fraction: Option<f64>,
+    /// For valid/train: the split seed (default: the training split recorded in the model card).
+    #[arg(long)]
+    split_seed: Option<u64>,
+}
+
 /// The split to evaluate: explicit fraction/seed where given, the rest from the training split
 /// the model card records.
-fn resolve_split(
-    kind: SplitKind,
-    card: &bundle::ModelCard,
-    valid_fraction: Option<f64>,
-    split_seed: Option<u64>,
-) -> Result<Split> {
+fn resolve_split(kind: SplitKind, card: &bundle::ModelCard, resplit: SplitOverride) -> Result<Split> {
+    let SplitOverride { valid_fraction, split_seed } = resplit;
     if kind == SplitKind::All {
         if valid_fraction.is_some() || split_seed.is_some() {
             bail!("--valid-fraction and --split-seed choose a valid/train split; add --split valid or --split train");
@@ -508,44 +508,25 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let mut count = 0usize;
             let mut bad = 0usize;
             if input.as_os_str() == "-" {
-                // Live: JSON lines on stdin, events printed as each sign ends.
-                let mut stdin = std::io::stdin().lock();
-                let mut buf = Vec::new();
-                for n in 0u64.. {
-                    let line = match infer::live::read_line(&mut stdin, &mut buf, max_line_bytes)
-                        .context("reading stdin")?
-                    {
-                        infer::live::Line::End => break,
-                        infer::live::Line::TooLong(len) => {
-                            bad += 1;
-                            eprintln!(
-                                "error: stdin line {}: {len} bytes, over --max-line-bytes {max_line_bytes} (frame skipped)",
-                                n + 1
-                            );
-                            continue;
-                        }
-                        infer::live::Line::Text => match std::str::from_utf8(&buf) {
-                            Ok(text) => text,
-                            Err(_) => {
-                                bad += 1;
-                                eprintln!("error: stdin line {}: not UTF-8 (frame skipped)", n + 1);
-                                continue;
-                            }
-                        },
-                    };
-                    if line.trim().is_empty() {
-                        continue;
-                    }
-                    match infer::live::parse_frame(line, n as i64) {
-                        Ok(f) => {
+                // Live: JSON lines on stdin, events printed as each sign ends; a bad line is
+                // named and skipped.
+                for line in infer::live::frame_lines(std::io::stdin().lock(), max_line_bytes) {
+                    match line.context("reading stdin")? {
+                        (_, Ok(f)) => {
                             for e in rec.push(f.frame, &f.points)? {
                                 print(&e)?;
                                 count += 1;
                             }
                         }
-                        Err(e) => {
+                        (n, Err(e)) => {
                             bad += 1;
-                            eprintln!("error: stdin line {}: {e} (frame skipped)", n + 1);
+                            let e = match e {
+                                infer::live::BadLine::TooLong { len, max } => {
+                                    format!("{len} bytes, over --max-line-bytes {max}")
+                                }
+                                other => other.to_string(),
+                            };
+                            eprintln!("error: stdin line {n}: {e} (frame skipped)");
                         }
                     }
                 }
@@ -575,10 +556,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::MakeTakes { model, data, to, split, valid_fraction, split_seed, signs, pause_frames, seed } => {
+        Command::MakeTakes { model, data, to, split, resplit, signs, pause_frames, seed } => {
             bundle::layout::check_new_dir(&to, "the takes", "; choose another --to")?;
             let card = bundle::card::read_card(&bundle::layout::find_model_dir(&model)?)?;
-            let split = resolve_split(split, &card, valid_fraction, split_seed)?;
+            let split = resolve_split(split, &card, resplit)?;
             let index = data::index::open(&data)?;
             if index.continuous.is_some() {
                 bail!("{}: a continuous dataset; make-takes joins isolated sign clips", data.display());
@@ -627,19 +608,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Eval {
-            model,
-            data,
-            split,
-            valid_fraction,
-            split_seed,
-            batch,
-            top_k,
-            precision,
-            max_bad_fraction,
-            out,
-            json,
-        } => {
+        Command::Eval { model, data, split, resplit, batch, top_k, precision, max_bad_fraction, out, json } => {
             if !(0.0..=1.0).contains(&max_bad_fraction) {
                 bail!("--max-bad-fraction {max_bad_fraction}: expected a share in [0, 1]");
             }
@@ -651,7 +620,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 infer::eval::check_report_dir(dir)?;
             }
             let loaded = load(&model, precision, top_k)?;
-            let split = resolve_split(split, loaded.predictor().card(), valid_fraction, split_seed)?;
+            let split = resolve_split(split, loaded.predictor().card(), resplit)?;
             let opts = EvalOptions { split, batch, top_k, max_bad_fraction, progress: !json };
             let (pretty, rendered, written) = match &loaded {
                 Loaded::Classifier(c) => {
