@@ -3,8 +3,10 @@
 //! Layers, lowest first: the built-in default (`configs/default.toml`, compiled in) -> `--config
 //! FILE` (repeatable) -> `--set a.b=value` (repeatable) -> flags (`--device`, `--epochs`, ...).
 //! Tables merge key by key; a layer that changes `model.kind` replaces the whole `[model]` table
-//! (keys of one architecture mean nothing to another). The merged table is deserialized once, and
-//! every error is traced back to the layer and line that set the offending key.
+//! (keys of one architecture mean nothing to another). The merged table is deserialized once, as
+//! `bundle::config_v1::ConfigV1` (the file format, which also says what a left-out key means), and
+//! converted ([`crate::config_format`]); every error is traced back to the layer and line that set
+//! the offending key.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -452,7 +454,7 @@ impl ConfigBuilder {
         b
     }
 
-    /// Starts from nothing but the struct defaults (how a resolved `config.toml` is read back).
+    /// Starts from nothing but version 1's defaults (how a resolved `config.toml` is read back).
     pub fn empty() -> Self {
         Self { merged: Table::new(), origins: BTreeMap::new() }
     }
