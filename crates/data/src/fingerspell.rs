@@ -14,7 +14,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{write_atomic, DataError, Result};
-use crate::index::{column, csv_reader, inside, records};
+use crate::index::{column, csv_reader, records};
 use crate::islr::{cast, encode_batch, parquet_err, Codec};
 use crate::layout::{LandmarkType, NUM_LANDMARKS};
 use crate::sequence::{LandmarkSequence, MAX_FRAMES};
@@ -68,7 +68,7 @@ pub fn open(root: &Path) -> Result<Vec<PhraseEntry>> {
             message: format!("sequence_id `{}` is not an integer", field(sc)),
         })?;
         out.push(PhraseEntry {
-            path: inside(root, &csv_path, line, field(pc))?,
+            path: root.join(field(pc)),
             sequence_id,
             participant: field(gc).to_string(),
             phrase: field(tc).to_string(),
