@@ -148,6 +148,8 @@ pub struct AugmentV1 {
     pub temporal_mask: [f32; 2],
     pub cutout_prob: f32,
     pub cutout_fraction: f32,
+    pub crop_prob: f32,
+    pub crop: [f32; 2],
 }
 
 /// `[optimizer]`.
@@ -483,6 +485,8 @@ impl Default for AugmentV1 {
             temporal_mask: [0.2, 0.4],
             cutout_prob: 0.2,
             cutout_fraction: 0.1,
+            crop_prob: 0.0,
+            crop: [0.7, 1.0],
         }
     }
 }
@@ -739,6 +743,8 @@ impl From<&AugmentConfig> for AugmentV1 {
             temporal_mask,
             cutout_prob,
             cutout_fraction,
+            crop_prob,
+            crop,
         } = a.clone();
         Self {
             enabled,
@@ -754,6 +760,8 @@ impl From<&AugmentConfig> for AugmentV1 {
             temporal_mask,
             cutout_prob,
             cutout_fraction,
+            crop_prob,
+            crop,
         }
     }
 }
@@ -774,6 +782,8 @@ impl From<AugmentV1> for AugmentConfig {
             temporal_mask,
             cutout_prob,
             cutout_fraction,
+            crop_prob,
+            crop,
         } = a;
         Self {
             enabled,
@@ -789,6 +799,8 @@ impl From<AugmentV1> for AugmentConfig {
             temporal_mask,
             cutout_prob,
             cutout_fraction,
+            crop_prob,
+            crop,
         }
     }
 }

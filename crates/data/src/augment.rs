@@ -37,6 +37,12 @@ pub struct AugmentConfig {
     pub cutout_prob: f32,
     /// Fraction of landmarks removed (one contiguous block of kept points) for the whole sequence.
     pub cutout_fraction: f32,
+    /// Probability of a temporal crop: only a contiguous part of the frames is kept (a sign
+    /// without the rise from rest before it or the fall after it, as signs are inside
+    /// continuous signing).
+    pub crop_prob: f32,
+    /// Share of the frames a crop keeps (at least 2 frames).
+    pub crop: [f32; 2],
 }
 
 impl Default for AugmentConfig {
@@ -55,6 +61,8 @@ impl Default for AugmentConfig {
             temporal_mask: [0.2, 0.4],
             cutout_prob: 0.2,
             cutout_fraction: 0.1,
+            crop_prob: 0.0,
+            crop: [0.7, 1.0],
         }
     }
 }
@@ -87,6 +95,19 @@ impl Augmenter {
         let c = &self.config;
         if !c.enabled {
             return;
+        }
+        // (No draw when crops are off: runs without them keep their augmentations.)
+        if c.crop_prob > 0.0 && rng.random::<f32>() < c.crop_prob {
+            match sample {
+                Sample::Landmarks(seq) => {
+                    let keep = crop_span(seq.frames(), c.crop, rng);
+                    seq.retain_frames(&(0..seq.frames()).map(|f| keep.contains(&f)).collect::<Vec<_>>());
+                }
+                Sample::Features(seq) => {
+                    let keep = crop_span(seq.frames(), c.crop, rng);
+                    seq.data = seq.data[keep.start * seq.features..keep.end * seq.features].to_vec();
+                }
+            }
         }
         match sample {
             Sample::Landmarks(seq) => {
@@ -175,6 +196,14 @@ fn cutout<R: Rng>(seq: &mut LandmarkSequence, fraction: f32, rng: &mut R) {
     }
 }
 
+/// A random contiguous range of `frames` holding a share in `range` of them (at least 2
+/// frames, all of them when there are fewer).
+fn crop_span<R: Rng>(frames: usize, range: [f32; 2], rng: &mut R) -> std::ops::Range<usize> {
+    let n = ((frames as f32 * uniform(rng, range[0], range[1])).round() as usize).clamp(2.min(frames), frames);
+    let start = rng.random_range(0..=frames - n);
+    start..start + n
+}
+
 fn mask_span<R: Rng>(data: &mut [f32], stride: usize, range: [f32; 2], rng: &mut R) {
     let frames = data.len().checked_div(stride).unwrap_or(0);
     let n = ((frames as f32 * uniform(rng, range[0], range[1])).round() as usize).min(frames.saturating_sub(1));
@@ -251,6 +280,28 @@ mod tests {
                 assert!((na - nb).abs() < 1e-4);
             }
         }
+    }
+
+    #[test]
+    fn crops_keep_a_contiguous_share_of_the_frames() {
+        let aug = Augmenter::new(AugmentConfig { crop_prob: 1.0, crop: [0.5, 0.5], ..Default::default() }, vec![]);
+        let off = AugmentConfig {
+            flip_prob: 0.0,
+            affine_prob: 0.0,
+            speed_prob: 0.0,
+            temporal_mask_prob: 0.0,
+            cutout_prob: 0.0,
+            ..aug.config.clone()
+        };
+        let mut s = Sample::Landmarks(seq());
+        Augmenter::new(off, vec![]).apply(&mut s, &mut ChaCha8Rng::seed_from_u64(5));
+        let Sample::Landmarks(l) = s else { unreachable!() };
+        assert_eq!(l.frames(), 5);
+        let first = l.at(0, 0)[1] as usize;
+        assert!(first <= 5);
+        assert_eq!((0..5).map(|f| l.at(f, 0)[1] as usize).collect::<Vec<_>>(), (first..first + 5).collect::<Vec<_>>());
+        assert_eq!(crop_span(1, [0.1, 0.1], &mut ChaCha8Rng::seed_from_u64(1)), 0..1);
+        assert_eq!(crop_span(10, [0.01, 0.01], &mut ChaCha8Rng::seed_from_u64(1)).len(), 2);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use burn::module::{AutodiffModule, Module};
 use burn::prelude::Backend;
-use data::augment::Augmenter;
+use data::augment::{AugmentConfig, Augmenter};
 use data::loader::{epoch_batches, DevicePrefetcher, EpochLoader, ItemBatcher, LoaderConfig, SignBatch};
 use models::precision::Materialize;
 use models::SignModel;
@@ -761,7 +761,12 @@ fn gpu_monitor(device: &Device, run_dir: &std::path::Path) -> Result<Option<devi
 fn batcher_for(cfg: &ExperimentConfig, input: &crate::resolve::ResolvedData) -> ItemBatcher {
     let pre = &input.preprocessor;
     let ds = &input.data.dataset;
-    let augmenter = cfg.augment.enabled.then(|| Arc::new(Augmenter::new(cfg.augment.clone(), ds.mirror_table(pre))));
+    // CTC never crops: a crop would cut signs out of a sentence and off its labels.
+    let augment = match cfg.task {
+        models::Task::Ctc => AugmentConfig { crop_prob: 0.0, ..cfg.augment.clone() },
+        models::Task::Classification => cfg.augment.clone(),
+    };
+    let augmenter = augment.enabled.then(|| Arc::new(Augmenter::new(augment, ds.mirror_table(pre))));
     ItemBatcher { preprocessor: pre.clone(), augmenter, seed: cfg.training.seed }
 }
 
