@@ -39,6 +39,7 @@ pub mod eval_stream;
 pub mod interop;
 pub mod live;
 pub mod onnx;
+mod spans;
 pub mod stream;
 pub mod transcribe;
 

@@ -15,9 +15,12 @@
 //! look like a third sign). A classifier classifies a short segment (the signing between two
 //! pauses, at most `segment_frames` frames: one sign) whole when it ends, as a clip: its top
 //! class is the sign when it reaches `segment_threshold`, and the window events inside it are
-//! held until then (reported only when the whole segment is unsure). A longer segment
-//! (signs run together without a pause) releases its held events and reports window by window,
-//! by the run logic alone.
+//! held until then (reported only when the whole segment is unsure). A longer segment (signs run
+//! together without a pause) is split into signs by span decoding ([`crate::spans`]): every `hop`
+//! frames the spans ending there, one per candidate sign length (half to 1.6 times the window),
+//! are classified whole, and the best split of the segment into signs and transitions is kept;
+//! a sign on it is reported once it ended `settle_frames` frames before the newest frame (or the
+//! segment ends) and its probability reaches `segment_threshold`.
 //!
 //! A continuous-recognition (CTC) model is decoded instead ([`crate::transcribe`]): every `hop`
 //! frames the window (at most the model's window, so frames are never resampled) is decoded
@@ -32,6 +35,7 @@ use std::sync::Arc;
 use data::{LandmarkSequence, Sample};
 use serde::Serialize;
 
+use crate::spans::{Decoded, Scored, SpanDecoder};
 use crate::{InferError, Model, Predictor, Result};
 
 /// How the streaming recognizer evaluates and reports.
@@ -53,7 +57,8 @@ pub struct StreamConfig {
     /// Consecutive frames with both hands out of view that end a sign (0 = off). Needs frames of
     /// the 543-point MediaPipe holistic layout; other layouts never trigger it.
     pub boundary_frames: usize,
-    /// CTC models: frames a token must have ended before the newest frame to be reported.
+    /// Frames a sign must have ended before the newest frame to be reported: CTC tokens, and
+    /// the signs a classifier splits a long segment into.
     pub settle_frames: usize,
     /// CTC models: tokens whose mean probability over their frames is below this are dropped
     /// (0 keeps every decoded token, as `transcribe` does; CTC tokens are often one- or
@@ -138,6 +143,10 @@ pub struct StreamingRecognizer {
     long_segment: bool,
     /// Window events of the short segment in progress, held until it ends.
     held: Vec<SignEvent>,
+    /// The long segment in progress, split into signs (classifiers with segments).
+    spans: Option<SpanDecoder>,
+    /// Frames of the segment in progress so far.
+    segment_len: usize,
 }
 
 impl StreamingRecognizer {
@@ -191,6 +200,8 @@ impl StreamingRecognizer {
             segment_limit,
             long_segment: false,
             held: Vec::new(),
+            spans: None,
+            segment_len: 0,
         })
     }
 
@@ -245,10 +256,18 @@ impl StreamingRecognizer {
             return Ok(events);
         }
         self.frames.push_back((frame, landmarks.to_vec()));
+        self.segment_len += 1;
+        if self.spans.is_some() {
+            events.extend(self.decode_spans()?);
+            return Ok(events);
+        }
         if self.holding() && self.frames.len() > self.segment_limit {
-            // More than one sign's worth without a pause: report window by window from here.
+            // More than one sign's worth without a pause: split it into signs from here.
             self.long_segment = true;
-            events.append(&mut self.held);
+            self.held.clear();
+            self.spans = Some(SpanDecoder::new(self.span_lengths(), self.gap_cost()));
+            events.extend(self.decode_spans()?);
+            return Ok(events);
         }
         let keep = if self.holding() { self.segment_limit } else { self.window };
         while self.frames.len() > keep {
@@ -287,6 +306,8 @@ impl StreamingRecognizer {
         self.segment_evals = 0;
         self.long_segment = false;
         self.held.clear();
+        self.spans = None;
+        self.segment_len = 0;
     }
 
     /// The sign in the window is over: give a short one (fewer than `min_hops` evaluations) a
@@ -294,6 +315,11 @@ impl StreamingRecognizer {
     fn end_segment(&mut self) -> Result<Vec<SignEvent>> {
         if self.ctc {
             let events = self.decode_window(true)?;
+            self.reset_window();
+            return Ok(events);
+        }
+        if let Some(spans) = self.spans.take() {
+            let events = self.span_events(spans.flush());
             self.reset_window();
             return Ok(events);
         }
@@ -337,6 +363,89 @@ impl StreamingRecognizer {
             start_frame: self.frames[first].0,
             end_frame: self.frames[last].0,
         }))
+    }
+
+    /// Candidate sign lengths of span decoding, in nodes of `hop` frames: half the window to 1.6
+    /// times it, about ten steps apart by a constant ratio.
+    fn span_lengths(&self) -> Vec<usize> {
+        let (lo, hi) = (self.window as f32 * 0.5, self.window as f32 * 1.6);
+        (0..10).map(|k| (lo * (hi / lo).powf(k as f32 / 9.0) / self.cfg.hop as f32).round() as usize).collect()
+    }
+
+    /// Span decoding's cost of a node outside a sign: a window-long span whose top class has
+    /// `segment_threshold` probability scores as much as a gap of the same length.
+    fn gap_cost(&self) -> f32 {
+        let nodes = (self.window as f32 / self.cfg.hop as f32).max(1.0);
+        -self.cfg.segment_threshold.max(1e-3).ln() / nodes
+    }
+
+    /// Span decoding: classify the spans ending at each node the segment completed, then report
+    /// the signs that settled and drop the frames no future span needs.
+    fn decode_spans(&mut self) -> Result<Vec<SignEvent>> {
+        let hop = self.cfg.hop;
+        let Some(mut spans) = self.spans.take() else { return Ok(Vec::new()) };
+        // Segment offset of `frames[0]`.
+        let mut first = self.segment_len - self.frames.len();
+        while spans.next_node() * hop <= self.segment_len {
+            let end = spans.next_node();
+            let candidates = spans.candidates();
+            let mut prepared = Vec::new();
+            let mut slots = Vec::with_capacity(candidates.len());
+            for start in &candidates {
+                let range = start.map(|s| (s * hop).saturating_sub(first)..end * hop - first);
+                let clip = match range {
+                    Some(r) if r.start < r.end && self.has_hands(self.frames.range(r.clone())) => {
+                        self.prepare_window(self.sequence_of(self.frames.range(r)))?
+                    }
+                    _ => None,
+                };
+                slots.push(clip.is_some());
+                prepared.extend(clip);
+            }
+            let mut probs = self.model().class_probabilities(&prepared)?.into_iter();
+            let scores: Vec<Option<Scored>> = slots
+                .into_iter()
+                .map(|scored| {
+                    let p = if scored { probs.next() } else { None }?;
+                    let (class, prob) =
+                        p.iter().enumerate().fold((0, f32::MIN), |b, (i, &v)| if v > b.1 { (i, v) } else { b });
+                    Some(Scored { class, prob })
+                })
+                .collect();
+            spans.push(scores);
+        }
+        let newest = spans.next_node() - 1;
+        let settle = self.cfg.settle_frames.div_ceil(hop);
+        let horizon = 4 * (2 * self.window).div_ceil(hop);
+        let done = self.span_events(spans.settle(newest.saturating_sub(settle), horizon));
+        let keep_from = spans.oldest_needed() * hop;
+        while first < keep_from && self.frames.len() > 1 {
+            self.frames.pop_front();
+            first += 1;
+        }
+        self.spans = Some(spans);
+        Ok(done)
+    }
+
+    /// Decoded signs as events (those reaching `segment_threshold`), with the frame numbers of
+    /// their first and last frames.
+    fn span_events(&self, signs: Vec<Decoded>) -> Vec<SignEvent> {
+        let first = self.segment_len - self.frames.len();
+        let frame_at = |offset: usize| {
+            let i = offset.saturating_sub(first).min(self.frames.len().saturating_sub(1));
+            self.frames.get(i).map_or(0, |f| f.0)
+        };
+        signs
+            .into_iter()
+            .filter(|d| d.prob >= self.cfg.segment_threshold)
+            .map(|d| SignEvent {
+                label: self.model().labels()[d.class].clone(),
+                index: d.class,
+                confidence: d.prob,
+                start_frame: frame_at(d.start * self.cfg.hop),
+                end_frame: frame_at(d.end * self.cfg.hop - 1),
+            })
+            .collect()
     }
 
     /// The last `window` frames (all of them for CTC models, whose frames never exceed it).
