@@ -414,21 +414,22 @@ fn score_fixed_takes(
 }
 
 /// The built-in default classifier's live recognition, scored per sign event on a fixed set of
-/// synthetic takes: with pauses, the sign events it finds; without pauses (co-articulated signs),
-/// how far it is from finding them. Floors a little under the figures measured on an AMD EPYC
-/// (family 25 model 17, 2 threads): pauses F1 0.931 (47 of 50 signs, as many as `infer predict`
-/// gets right on the annotated clips: the model's accuracy on these two signers limits it),
-/// median latency 5 frames; without pauses F1 0.349.
+/// synthetic takes: with pauses (segments classified whole), and without (co-articulated signs,
+/// split by span decoding; the default's temporal crops are what lets the classifier name a sign
+/// without the rise from rest and the fall after it). Floors a little under the figures measured
+/// on an AMD EPYC (family 25 model 17, 2 threads): pauses F1 0.911 (the model's accuracy on
+/// these two signers limits it), median latency 5 frames; without pauses F1 0.771 (0.349
+/// without crops, 0.708 with crops but window by window).
 #[test]
 fn default_classifier_sign_event_f1_on_fixed_takes_holds() {
     let t = train_with(None, &[]);
     let model: Arc<dyn infer::Model> = Arc::new(load_predictor(&t.run_dir, &cpu(None)).unwrap());
     let score = |pause_frames: usize| score_fixed_takes(model.clone(), &t, pause_frames);
     let pauses = score(10);
-    assert!(pauses.f1 >= 0.9 && pauses.precision >= 0.9, "{}", pauses.render());
+    assert!(pauses.f1 >= 0.88 && pauses.precision >= 0.88, "{}", pauses.render());
     assert!(pauses.median_latency_frames.unwrap() <= 10.0, "{}", pauses.render());
     let continuous = score(0);
-    assert!(continuous.f1 >= 0.3, "{}", continuous.render());
+    assert!(continuous.f1 >= 0.7, "{}", continuous.render());
 }
 
 #[test]
