@@ -68,10 +68,11 @@ struct StreamArgs {
     #[arg(long, default_value_t = StreamConfig::default().boundary_frames)]
     boundary_frames: usize,
     /// Classifiers: the longest stretch between two pauses classified whole, as one sign (0 =
-    /// twice the window).
+    /// twice the window); a longer one is split into signs by span decoding.
     #[arg(long, default_value_t = StreamConfig::default().segment_frames)]
     segment_frames: usize,
-    /// Classifiers: probability a whole segment's top class needs to be reported as its sign.
+    /// Classifiers: probability a whole segment's top class, or a sign span decoding found,
+    /// needs to be reported as a sign.
     #[arg(long, default_value_t = StreamConfig::default().segment_threshold)]
     segment_threshold: f32,
 }

@@ -65,10 +65,11 @@ pub struct StreamConfig {
     /// two-frame spikes whose mean probability is well below a classifier's).
     pub token_threshold: f32,
     /// Classifiers with pause segmentation: the longest segment between two pauses classified
-    /// whole when it ends (0 = twice the window).
+    /// whole when it ends (0 = twice the window); a longer one is split by span decoding.
     pub segment_frames: usize,
-    /// Classifiers: probability the top class of a whole segment needs to be reported as its
-    /// sign (a segment is signing by construction, so this sits below `threshold`).
+    /// Classifiers: probability the top class of a whole segment, or of a sign span decoding
+    /// found, needs to be reported as a sign (a segment is signing by construction, so this sits
+    /// below `threshold`); span decoding's cost of a frame outside a sign derives from it.
     pub segment_threshold: f32,
 }
 
