@@ -8,8 +8,9 @@
 //! they would after each step; with f16 the loss scale itself follows each step on the device
 //! ([`crate::amp::DeviceScale`]).
 //!
-//! Dropout is re-seeded from (seed, step, micro-batch) and the data order and augmentation from
-//! (seed, epoch, position), so a resumed run continues bit for bit on the CPU.
+//! Dropout is re-seeded from (seed, step) where a run can resume (the first step of a process,
+//! the first after a checkpoint or a rollback) and the data order and augmentation from (seed,
+//! epoch, position), so a resumed run continues bit for bit on the CPU.
 
 use std::cell::Cell;
 use std::path::PathBuf;
