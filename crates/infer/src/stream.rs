@@ -140,11 +140,9 @@ pub struct StreamingRecognizer {
     reported_until: i64,
     /// Classifiers: the longest segment classified whole (0 when segments are not classified).
     segment_limit: usize,
-    /// The segment in progress outgrew `segment_limit`: windows report as they go.
-    long_segment: bool,
     /// Window events of the short segment in progress, held until it ends.
     held: Vec<SignEvent>,
-    /// The long segment in progress, split into signs (classifiers with segments).
+    /// The segment in progress outgrew `segment_limit` and is split into signs.
     spans: Option<SpanDecoder>,
     /// Frames of the segment in progress so far.
     segment_len: usize,
@@ -199,7 +197,6 @@ impl StreamingRecognizer {
             ctc,
             reported_until: i64::MIN,
             segment_limit,
-            long_segment: false,
             held: Vec::new(),
             spans: None,
             segment_len: 0,
@@ -209,7 +206,7 @@ impl StreamingRecognizer {
     /// Whether the segment in progress is held to be classified whole (a pause-segmented
     /// classifier, in a segment not yet longer than the limit; set once the layout is known).
     fn holding(&self) -> bool {
-        self.segment_limit > 0 && !self.hands.is_empty() && !self.long_segment
+        self.segment_limit > 0 && !self.hands.is_empty() && self.spans.is_none()
     }
 
     /// Add one frame (all landmarks of the layout the model was trained on, NaN where missing).
@@ -264,7 +261,6 @@ impl StreamingRecognizer {
         }
         if self.holding() && self.frames.len() > self.segment_limit {
             // More than one sign's worth without a pause: split it into signs from here.
-            self.long_segment = true;
             self.held.clear();
             self.spans = Some(SpanDecoder::new(self.span_lengths(), self.gap_cost()));
             events.extend(self.decode_spans()?);
@@ -305,7 +301,6 @@ impl StreamingRecognizer {
         self.run = None;
         self.since_eval = 0;
         self.segment_evals = 0;
-        self.long_segment = false;
         self.held.clear();
         self.spans = None;
         self.segment_len = 0;
@@ -355,8 +350,7 @@ impl StreamingRecognizer {
         let clip = self.frames.range(first..=last);
         let Some(prepared) = self.prepare_window(self.sequence_of(clip.clone()))? else { return Ok(None) };
         let probs = self.model().class_probabilities(std::slice::from_ref(&prepared))?.remove(0);
-        let (index, confidence) =
-            probs.iter().enumerate().fold((0, f32::MIN), |b, (i, &p)| if p > b.1 { (i, p) } else { b });
+        let (index, confidence) = top_class(&probs);
         Ok((confidence >= self.cfg.segment_threshold).then(|| SignEvent {
             label: self.model().labels()[index].clone(),
             index,
@@ -407,9 +401,7 @@ impl StreamingRecognizer {
             let scores: Vec<Option<Scored>> = slots
                 .into_iter()
                 .map(|scored| {
-                    let p = if scored { probs.next() } else { None }?;
-                    let (class, prob) =
-                        p.iter().enumerate().fold((0, f32::MIN), |b, (i, &v)| if v > b.1 { (i, v) } else { b });
+                    let (class, prob) = top_class(&(if scored { probs.next() } else { None })?);
                     Some(Scored { class, prob })
                 })
                 .collect();
@@ -561,7 +553,7 @@ impl StreamingRecognizer {
                 *s += p / self.history.len() as f32;
             }
         }
-        let (top, conf) = smooth.iter().enumerate().fold((0, f32::MIN), |b, (i, &p)| if p > b.1 { (i, p) } else { b });
+        let (top, conf) = top_class(&smooth);
         let (start, end) = (self.window_frames().next().map_or(0, |f| f.0), self.frames.back().map_or(0, |f| f.0));
         tracing::debug!("window {start}-{end}: top {top} smoothed {conf:.2}");
         let mut events = Vec::new();
@@ -597,4 +589,9 @@ impl StreamingRecognizer {
             end_frame: r.end,
         })
     }
+}
+
+/// The most probable class of `probs` and its probability (the first of equals).
+fn top_class(probs: &[f32]) -> (usize, f32) {
+    probs.iter().enumerate().fold((0, f32::MIN), |b, (i, &p)| if p > b.1 { (i, p) } else { b })
 }
