@@ -75,6 +75,10 @@ struct StreamArgs {
     /// needs to be reported as a sign.
     #[arg(long, default_value_t = StreamConfig::default().segment_threshold)]
     segment_threshold: f32,
+    /// Classifiers, span decoding: log-probability each sign costs (a prior for fewer, whole
+    /// signs; 0 = none).
+    #[arg(long, default_value_t = StreamConfig::default().sign_cost)]
+    sign_cost: f32,
 }
 
 impl StreamArgs {
@@ -87,6 +91,7 @@ impl StreamArgs {
             boundary_frames: self.boundary_frames,
             segment_frames: self.segment_frames,
             segment_threshold: self.segment_threshold,
+            sign_cost: self.sign_cost,
             ..Default::default()
         }
     }

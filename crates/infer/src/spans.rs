@@ -5,7 +5,8 @@
 //! `n * hop` of its frames). For every node, the caller classifies the spans that end there, one
 //! per candidate sign length, and [`SpanDecoder::push`]es the top class and probability of each.
 //! The best path to a node explains the frames before it as signs (a span scored `ln p` of its
-//! top class) and gaps (transitions between signs, `gap_cost` per node); a sign is therefore
+//! top class, minus `sign_cost`) and gaps (transitions between signs, `gap_cost` per node); the
+//! sign cost is a prior for fewer, whole signs over more, shorter ones. A sign is therefore
 //! placed where a whole sign's span is classified confidently, which a window sliding over two
 //! co-articulated signs is not. Signs on the best path that ended far enough back are final
 //! ([`SpanDecoder::settle`]): they are returned once and the path restarts after them.
@@ -48,6 +49,8 @@ pub(crate) struct SpanDecoder {
     lengths: Vec<usize>,
     /// Cost of a node not inside a sign.
     gap_cost: f32,
+    /// Cost of each sign on a path.
+    sign_cost: f32,
     /// The node `best[0]` stands for (the path's anchor: the stretch's start or the end of the
     /// last settled sign).
     base: usize,
@@ -61,12 +64,12 @@ pub(crate) struct SpanDecoder {
 
 impl SpanDecoder {
     /// A decoder anchored at node 0. `lengths` (nodes) must be non-empty and positive.
-    pub(crate) fn new(mut lengths: Vec<usize>, gap_cost: f32) -> Self {
+    pub(crate) fn new(mut lengths: Vec<usize>, gap_cost: f32, sign_cost: f32) -> Self {
         lengths.retain(|&l| l > 0);
         lengths.sort_unstable();
         lengths.dedup();
         assert!(!lengths.is_empty(), "span lengths");
-        Self { lengths, gap_cost, base: 0, best: vec![0.0], back: vec![Step::Gap], scores: vec![Vec::new()] }
+        Self { lengths, gap_cost, sign_cost, base: 0, best: vec![0.0], back: vec![Step::Gap], scores: vec![Vec::new()] }
     }
 
     /// The node the next [`Self::push`] stands for.
@@ -101,7 +104,7 @@ impl SpanDecoder {
         let (mut best, mut back) = (self.best[i - 1] - self.gap_cost, Step::Gap);
         for (j, &l) in self.lengths.iter().enumerate() {
             let (Some(s), Some(Some(sc))) = (i.checked_sub(l), self.scores[i].get(j)) else { continue };
-            let v = self.best[s] + sc.prob.max(f32::MIN_POSITIVE).ln();
+            let v = self.best[s] + sc.prob.max(f32::MIN_POSITIVE).ln() - self.sign_cost;
             if v > best {
                 (best, back) = (v, Step::Sign(j));
             }
@@ -199,7 +202,7 @@ mod tests {
 
     #[test]
     fn confident_spans_become_the_signs_and_settle_once() {
-        let mut d = SpanDecoder::new(vec![3, 4, 5, 6], 0.3);
+        let mut d = SpanDecoder::new(vec![3, 4, 5, 6], 0.3, 0.0);
         // Sign 1 on nodes 0..5, a one-node transition, sign 2 on 6..10.
         let truth = [(0, 5, 1), (6, 10, 2)];
         feed(&mut d, 8, &truth);
@@ -213,12 +216,43 @@ mod tests {
 
     #[test]
     fn unsure_stretches_are_gaps_and_memory_stays_bounded() {
-        let mut d = SpanDecoder::new(vec![3, 4], 0.1);
+        let mut d = SpanDecoder::new(vec![3, 4], 0.1, 0.0);
         feed(&mut d, 100, &[]);
         // ln 0.2 = -1.6 per sign vs 0.1 per gap node: nothing is a sign.
         assert_eq!(d.settle(100, 10), vec![]);
         assert!(d.best.len() <= 11 && d.scores.len() == d.best.len(), "{}", d.best.len());
         assert_eq!(d.oldest_needed(), d.next_node() - 4);
         assert_eq!(d.flush(), vec![]);
+    }
+
+    #[test]
+    fn a_sign_cost_prefers_one_whole_sign_to_two_halves() {
+        // Nodes 0..8: the whole span is class 1 at 0.9; its halves 0..4 and 4..8 are class 1 and
+        // class 2 at 0.99 each. Two signs score 2 ln 0.99 = -0.02 > ln 0.9 = -0.105; with a
+        // cost of 0.2 per sign, -0.42 < -0.305: one sign.
+        let scores = |d: &SpanDecoder| -> Vec<Option<Scored>> {
+            let end = d.next_node();
+            d.candidates()
+                .into_iter()
+                .map(|s| {
+                    s.map(|s| match (s, end) {
+                        (0, 8) => Scored { class: 1, prob: 0.9 },
+                        (0, 4) => Scored { class: 1, prob: 0.99 },
+                        (4, 8) => Scored { class: 2, prob: 0.99 },
+                        _ => Scored { class: 9, prob: 0.01 },
+                    })
+                })
+                .collect()
+        };
+        let decode = |sign_cost| {
+            let mut d = SpanDecoder::new(vec![4, 8], 1.0, sign_cost);
+            for _ in 0..8 {
+                let s = scores(&d);
+                d.push(s);
+            }
+            d.flush().iter().map(|s| (s.class, s.start, s.end)).collect::<Vec<_>>()
+        };
+        assert_eq!(decode(0.0), vec![(1, 0, 4), (2, 4, 8)]);
+        assert_eq!(decode(0.2), vec![(1, 0, 8)]);
     }
 }

@@ -18,7 +18,8 @@
 //! held until then (reported only when the whole segment is unsure). A longer segment (signs run
 //! together without a pause) is split into signs by span decoding ([`crate::spans`]): every `hop`
 //! frames the spans ending there, one per candidate sign length (half to 1.6 times the window),
-//! are classified whole, and the best split of the segment into signs and transitions is kept;
+//! are classified whole, and the best split of the segment into signs and transitions is kept
+//! (each sign costs `sign_cost`, a prior for fewer, whole signs);
 //! a sign on it is reported once it ended `settle_frames` frames before the newest frame (or the
 //! segment ends) and its probability reaches `segment_threshold`.
 //!
@@ -71,6 +72,10 @@ pub struct StreamConfig {
     /// found, needs to be reported as a sign (a segment is signing by construction, so this sits
     /// below `threshold`); span decoding's cost of a frame outside a sign derives from it.
     pub segment_threshold: f32,
+    /// Classifiers, span decoding: the log-probability each sign costs, a prior for fewer,
+    /// whole signs over more, shorter ones (0 = none). Without it a span holding the end of one
+    /// sign and the start of the next is often reported as a third sign.
+    pub sign_cost: f32,
 }
 
 impl Default for StreamConfig {
@@ -87,6 +92,7 @@ impl Default for StreamConfig {
             token_threshold: 0.0,
             segment_frames: 0,
             segment_threshold: 0.3,
+            sign_cost: 0.25,
         }
     }
 }
@@ -158,9 +164,10 @@ impl StreamingRecognizer {
             || !(0.0..=1.0).contains(&cfg.threshold)
             || !(0.0..=1.0).contains(&cfg.token_threshold)
             || !(0.0..=1.0).contains(&cfg.segment_threshold)
+            || !(0.0..=10.0).contains(&cfg.sign_cost)
         {
             return Err(InferError::Unsupported(format!(
-                "stream config needs hop, smoothing, min_hops >= 1 and threshold, token_threshold, segment_threshold in [0, 1], got {cfg:?}"
+                "stream config needs hop, smoothing, min_hops >= 1, threshold, token_threshold, segment_threshold in [0, 1] and sign_cost in [0, 10], got {cfg:?}"
             )));
         }
         let ctc = predictor.card().task == models::Task::Ctc;
@@ -262,7 +269,7 @@ impl StreamingRecognizer {
         if self.holding() && self.frames.len() > self.segment_limit {
             // More than one sign's worth without a pause: split it into signs from here.
             self.held.clear();
-            self.spans = Some(SpanDecoder::new(self.span_lengths(), self.gap_cost()));
+            self.spans = Some(SpanDecoder::new(self.span_lengths(), self.gap_cost(), self.cfg.sign_cost));
             events.extend(self.decode_spans()?);
             return Ok(events);
         }
