@@ -86,7 +86,12 @@ impl SpanDecoder {
 
     /// The oldest node a future candidate can start at (frames before it are no longer needed).
     pub(crate) fn oldest_needed(&self) -> usize {
-        self.next_node().saturating_sub(self.lengths[self.lengths.len() - 1]).max(self.base)
+        self.next_node().saturating_sub(self.longest()).max(self.base)
+    }
+
+    /// The longest candidate length, in nodes.
+    fn longest(&self) -> usize {
+        self.lengths[self.lengths.len() - 1]
     }
 
     /// Add the next node with the scores of [`Self::candidates`] (same order; `None` for a span
@@ -141,9 +146,9 @@ impl SpanDecoder {
         if let Some(last) = done.last() {
             self.rebase(last.end);
         }
-        let newest = self.next_node() - 1;
-        if newest > self.base + horizon.max(self.lengths[self.lengths.len() - 1]) {
-            self.rebase(newest - horizon.max(self.lengths[self.lengths.len() - 1]));
+        let (newest, keep) = (self.next_node() - 1, horizon.max(self.longest()));
+        if newest > self.base + keep {
+            self.rebase(newest - keep);
         }
         done
     }
