@@ -1195,6 +1195,30 @@ impl burn::module::ModuleMapper<trainer::TrainBackend> for Nudge {
     }
 }
 
+/// The loss scale kept on the device for a loop that reads step outcomes late follows the host
+/// scaler's rules step by step: growth, backoff, backoff to the floor and below it, growth again.
+#[test]
+fn the_device_scale_follows_the_host_scalers_rules() {
+    use burn::tensor::Tensor;
+    use trainer::amp::{DeviceScale, LossScaler};
+    use trainer::config::AmpConfig;
+
+    let cfg =
+        AmpConfig { init_scale: 1024.0, growth_factor: 2.0, growth_interval: 3, backoff_factor: 0.5, min_scale: 256.0 };
+    let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
+    let mut host = LossScaler::new(true, &cfg);
+    let mut on_device = DeviceScale::new(&host, &dev);
+    let outcomes = [true, true, true, false, true, false, false, false, true, true, true, true];
+    for (i, finite) in outcomes.into_iter().enumerate() {
+        host.update(finite, &cfg);
+        on_device.update(Tensor::from_data([finite], &dev), &cfg);
+        let scale = on_device.scale.clone().into_data().iter::<f64>().next().unwrap();
+        let good = on_device.good_steps.clone().into_data().iter::<f64>().next().unwrap();
+        assert_eq!((scale, good as usize), (host.scale, host.good_steps), "after outcome {i}");
+    }
+    assert_eq!((host.growths, host.backoffs), (2, 4));
+}
+
 /// The optimizer against burn-optim's `AdamW` and `Sgd`: 20 steps of a small conv-transformer
 /// on the same batch, on the CPU (steps decided on the host) and on WGPU (decided on the
 /// device), with a skipped step, a parameter without a gradient, weights changed between
