@@ -36,14 +36,13 @@ pub mod compute;
 pub mod eval;
 pub mod eval_ctc;
 pub mod eval_stream;
+pub mod held;
 pub mod interop;
 pub mod live;
 pub mod onnx;
 mod spans;
 pub mod stream;
 pub mod transcribe;
-
-mod held;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -198,7 +197,7 @@ impl Loaded {
 /// [`Classifier`] or [`Transcriber`] ([`Predictor::into_task`]).
 #[derive(Debug)]
 pub struct Predictor {
-    model: held::HeldModel,
+    model: held::Held<ComputeModel<Backend>>,
     card: ModelCard,
     preprocessor: Preprocessor,
     device: device::DispatchDevice,
@@ -311,7 +310,7 @@ impl Predictor {
             })?),
             None => None,
         };
-        let model = held::HeldModel::new(ComputeModel::new(model, precision.float_dtype()));
+        let model = held::Held::new(ComputeModel::new(model, precision.float_dtype()));
         let decoder = match &card.ctc {
             Some(ctc) => ctc.decoder(&card.labels).map_err(|message| InferError::Model {
                 path: dir.join(bundle::layout::CARD_FILE),

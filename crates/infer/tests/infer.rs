@@ -82,13 +82,13 @@ fn load_transcriber(dir: &Path, opts: &PredictorOptions) -> infer::Result<Transc
     load_predictor(dir, opts).and_then(Transcriber::try_from)
 }
 
-/// `bundle::load_bundle` in the process's turn (see [`load_predictor`]).
+/// `infer::interop::load_model` in the process's turn (see [`load_predictor`]).
 fn load_model(
     dir: &Path,
     dev: &device::DispatchDevice,
-) -> bundle::Result<(bundle::ModelCard, models::SignModel<device::Backend>)> {
+) -> infer::Result<(bundle::ModelCard, infer::held::Held<models::SignModel<device::Backend>>)> {
     let _turn = trainer::run_lock();
-    bundle::load_bundle::<device::Backend>(dir, dev)
+    infer::interop::load_model(dir, dev)
 }
 
 fn cpu(precision: Option<Precision>) -> PredictorOptions {
@@ -1302,18 +1302,24 @@ fn onnx_export_refuses_what_it_cannot_express_and_writes_nothing() {
     assert_eq!(cli.status.code(), Some(2), "{}", String::from_utf8_lossy(&cli.stderr));
     assert_eq!(std::fs::read(&out).unwrap(), b"mine");
 
-    let card = bundle::card::read_card(&t.run_dir.join("model")).unwrap();
+    // A transformer whose feed-forward activation was changed in code (the card cannot say so).
     let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
-    let cfg = models::TransformerConfig { dim: 16, layers: 1, heads: 2, ff_dim: 32, ..Default::default() };
-    let mut m = {
-        let _turn = trainer::run_lock();
-        cfg.init::<device::Backend>(card.input_features, card.labels.len(), &dev)
-    };
-    m.encoder.layers[0].pwff.activation =
-        burn::nn::activation::Activation::Sigmoid(burn::nn::activation::Sigmoid::new());
-    let e = to_onnx(&models::SignModel::Transformer(m), &card, GraphInput::Features).unwrap_err().to_string();
+    let small = trained_small("transformer").run_dir.join("model");
+    let (small_card, mut small_model) = load_model(&small, &dev).unwrap();
+    let models::SignModel::Transformer(m) = &mut *small_model else { panic!("not a transformer") };
+    // The replaced activation holds no tensor; never dropping one here (not even while a panic
+    // unwinds, so the new one is made inside the `replace`) keeps Burn's tensor drop code, generic
+    // and so compiled again in each crate that drops a tensor, out of this test binary.
+    let layer = &mut m.encoder.layers[0].pwff;
+    let gelu = std::mem::ManuallyDrop::new(std::mem::replace(
+        &mut layer.activation,
+        burn::nn::activation::Activation::Sigmoid(burn::nn::activation::Sigmoid::new()),
+    ));
+    assert!(matches!(*gelu, burn::nn::activation::Activation::Gelu(_)));
+    let e = to_onnx(&small_model, &small_card, GraphInput::Features).unwrap_err().to_string();
     assert!(e.contains("cannot export the feed-forward activation Sigmoid"), "{e}");
 
+    let card = bundle::card::read_card(&t.run_dir.join("model")).unwrap();
     let mut features = card.clone();
     features.input_features = 7;
     let model = load_model(&t.run_dir.join("model"), &dev).unwrap().1;

@@ -26,7 +26,6 @@ pub mod transformer;
 use std::path::Path;
 
 use bundle::ModelCard;
-use burn::tensor::backend::Backend;
 use data::layout::NUM_LANDMARKS;
 use data::preprocess::Preprocessor;
 use models::{SignModel, Task};
@@ -77,7 +76,10 @@ pub fn landmark_points(card: &ModelCard) -> Result<Option<usize>> {
 }
 
 /// The graph of `model` (with `card`'s task) taking `input`, as ONNX protobuf bytes.
-pub fn to_onnx<B: Backend>(model: &SignModel<B>, card: &ModelCard, input: GraphInput) -> Result<Vec<u8>> {
+///
+/// On infer's backend only, so the weight reads are compiled once, here (see [`crate::held`]).
+#[inline(never)]
+pub fn to_onnx(model: &SignModel<crate::Backend>, card: &ModelCard, input: GraphInput) -> Result<Vec<u8>> {
     let mut g = Builder::default();
     let (inputs, features, valid) = match input {
         GraphInput::Features => {
@@ -165,8 +167,7 @@ pub fn export_onnx(model: &Path, out: &Path, input: GraphInput) -> Result<ModelC
             message: "exists; infer does not overwrite files: remove it or choose another --out".into(),
         });
     }
-    let dir = bundle::layout::find_model_dir(model)?;
-    let (card, m) = bundle::load_bundle::<crate::Backend>(&dir, &crate::interop::cpu()?)?;
+    let (card, m) = crate::interop::load_model(model, &crate::interop::cpu()?)?;
     let bytes = to_onnx(&m, &card, input)?;
     bundle::atomic::write_atomic(out, &bytes)?;
     Ok(card)
