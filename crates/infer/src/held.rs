@@ -19,7 +19,6 @@ use std::ops::{Deref, DerefMut};
 trait Slot<T>: Send + Sync {
     fn get(&self) -> &T;
     fn get_mut(&mut self) -> &mut T;
-    fn take(self: Box<Self>) -> T;
     fn debug(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result;
 }
 
@@ -29,9 +28,6 @@ impl<T: Send + Sync + std::fmt::Debug> Slot<T> for T {
     }
     fn get_mut(&mut self) -> &mut T {
         self
-    }
-    fn take(self: Box<Self>) -> T {
-        *self
     }
     fn debug(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         std::fmt::Debug::fmt(self, f)
@@ -47,11 +43,6 @@ impl<T: Send + Sync + std::fmt::Debug + 'static> Held<T> {
     /// non-generic function of the crate that should compile it.
     pub fn new(value: T) -> Self {
         Self(Box::new(value))
-    }
-
-    /// The value itself (whoever then drops it compiles its drop).
-    pub fn into_inner(self) -> T {
-        Slot::take(self.0)
     }
 }
 
@@ -90,7 +81,7 @@ mod tests {
     }
 
     #[test]
-    fn a_held_value_is_reached_changed_taken_and_dropped_once() {
+    fn a_held_value_is_reached_changed_formatted_and_dropped_once() {
         let drops = Arc::new(AtomicUsize::new(0));
         let mut held = Held::new(Counted(drops.clone(), vec![1, 2]));
         held.1.push(3);
@@ -98,9 +89,5 @@ mod tests {
         assert!(format!("{held:?}").starts_with("Counted("), "{held:?}");
         drop(held);
         assert_eq!(drops.load(Ordering::SeqCst), 1);
-        let taken = Held::new(Counted(drops.clone(), vec![4])).into_inner();
-        assert_eq!((taken.1.as_slice(), drops.load(Ordering::SeqCst)), ([4].as_slice(), 1));
-        drop(taken);
-        assert_eq!(drops.load(Ordering::SeqCst), 2);
     }
 }
