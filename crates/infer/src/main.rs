@@ -68,7 +68,8 @@ struct StreamArgs {
     #[arg(long, default_value_t = StreamConfig::default().boundary_frames)]
     boundary_frames: usize,
     /// Classifiers: the longest stretch between two pauses classified whole, as one sign (0 =
-    /// twice the window); a longer one is split into signs by span decoding.
+    /// 1.25 times the window); a longer one is split into signs by span decoding as it goes (and
+    /// still classified whole at the pause, up to twice the window, if no sign was split off).
     #[arg(long, default_value_t = StreamConfig::default().segment_frames)]
     segment_frames: usize,
     /// Classifiers: probability a whole segment's top class, or a sign span decoding found,

@@ -16,12 +16,15 @@
 //! pauses, at most `segment_frames` frames: one sign) whole when it ends, as a clip: its top
 //! class is the sign when it reaches `segment_threshold`, and the window events inside it are
 //! held until then (reported only when the whole segment is unsure). A longer segment (signs run
-//! together without a pause) is split into signs by span decoding ([`crate::spans`]): every `hop`
-//! frames the spans ending there, one per candidate sign length (half to 1.6 times the window),
-//! are classified whole, and the best split of the segment into signs and transitions is kept
-//! (each sign costs `sign_cost`, a prior for fewer, whole signs);
-//! a sign on it is reported once it ended `settle_frames` frames before the newest frame (or the
-//! segment ends) and its probability reaches `segment_threshold`.
+//! together without a pause) is split into signs by span decoding ([`crate::spans`]) from the
+//! frame it outgrows that length: every `hop` frames the spans ending there, one per candidate
+//! sign length (half to 1.6 times the window), are classified whole, and the best split of the
+//! segment into signs and transitions is kept (each sign costs `sign_cost`, a prior for fewer,
+//! whole signs); a sign on it is reported once it ended `settle_frames` frames before the newest
+//! frame and its probability reaches `segment_threshold`. A segment that ends (at a pause) before
+//! span decoding reported any sign of it and is at most two windows (or `segment_frames`) long is
+//! one long sign: classified whole, as a short segment is; otherwise the rest of the split is
+//! reported.
 //!
 //! A continuous-recognition (CTC) model is decoded instead ([`crate::transcribe`]): every `hop`
 //! frames the window (at most the model's window, so frames are never resampled) is decoded
@@ -66,7 +69,9 @@ pub struct StreamConfig {
     /// two-frame spikes whose mean probability is well below a classifier's).
     pub token_threshold: f32,
     /// Classifiers with pause segmentation: the longest segment between two pauses classified
-    /// whole when it ends (0 = twice the window); a longer one is split by span decoding.
+    /// whole when it ends (0 = 1.25 times the window); a longer one is split into signs by span
+    /// decoding from then on, and still classified whole when it ends (up to twice the window,
+    /// or this length where longer) before span decoding has reported any sign of it.
     pub segment_frames: usize,
     /// Classifiers: probability the top class of a whole segment, or of a sign span decoding
     /// found, needs to be reported as a sign (a segment is signing by construction, so this sits
@@ -152,6 +157,8 @@ pub struct StreamingRecognizer {
     spans: Option<SpanDecoder>,
     /// Frames of the segment in progress so far.
     segment_len: usize,
+    /// Span decoding reported a sign of the segment in progress (it is no longer one sign).
+    split_reported: bool,
 }
 
 impl StreamingRecognizer {
@@ -185,7 +192,7 @@ impl StreamingRecognizer {
         let window = window.max(2);
         let segment_limit = match (ctc, cfg.boundary_frames, cfg.segment_frames) {
             (true, _, _) | (_, 0, _) => 0,
-            (false, _, 0) => 2 * window,
+            (false, _, 0) => window + window / 4,
             (false, _, n) => n.max(window),
         };
         Ok(Self {
@@ -207,6 +214,7 @@ impl StreamingRecognizer {
             held: Vec::new(),
             spans: None,
             segment_len: 0,
+            split_reported: false,
         })
     }
 
@@ -268,9 +276,7 @@ impl StreamingRecognizer {
         }
         if self.holding() && self.frames.len() > self.segment_limit {
             // More than one sign's worth without a pause: split it into signs from here.
-            self.held.clear();
-            self.spans = Some(SpanDecoder::new(self.span_lengths(), self.gap_cost(), self.cfg.sign_cost));
-            events.extend(self.decode_spans()?);
+            events.extend(self.start_splitting()?);
             return Ok(events);
         }
         let keep = if self.holding() { self.segment_limit } else { self.window };
@@ -295,6 +301,20 @@ impl StreamingRecognizer {
         Ok(events)
     }
 
+    /// The longest segment classified whole at its end when span decoding split nothing off:
+    /// two windows, or the segment limit where that is longer.
+    fn whole_limit(&self) -> usize {
+        self.segment_limit.max(2 * self.window)
+    }
+
+    /// Split the held segment into signs by span decoding from its first frame on (its held
+    /// window events are dropped); the signs that settled already.
+    fn start_splitting(&mut self) -> Result<Vec<SignEvent>> {
+        self.held.clear();
+        self.spans = Some(SpanDecoder::new(self.span_lengths(), self.gap_cost(), self.cfg.sign_cost));
+        self.decode_spans()
+    }
+
     /// End of stream: report a sign still in progress (evaluating a short last sign once more,
     /// as at a pause).
     pub fn finish(&mut self) -> Result<Vec<SignEvent>> {
@@ -311,6 +331,7 @@ impl StreamingRecognizer {
         self.held.clear();
         self.spans = None;
         self.segment_len = 0;
+        self.split_reported = false;
     }
 
     /// The sign in the window is over: give a short one (fewer than `min_hops` evaluations) a
@@ -322,6 +343,14 @@ impl StreamingRecognizer {
             return Ok(events);
         }
         if let Some(spans) = self.spans.take() {
+            // Nothing split off yet and the frames still hold the whole segment: it may be one
+            // long sign, classified whole as a short segment is.
+            if !self.split_reported && self.frames.len() == self.segment_len {
+                if let Some(sign) = self.classify_segment()? {
+                    self.reset_window();
+                    return Ok(vec![sign]);
+                }
+            }
             let events = self.span_events(spans.flush());
             self.reset_window();
             return Ok(events);
@@ -418,8 +447,11 @@ impl StreamingRecognizer {
         let settle = self.cfg.settle_frames.div_ceil(hop);
         let horizon = 4 * (2 * self.window).div_ceil(hop);
         let done = self.span_events(spans.settle(newest.saturating_sub(settle), horizon));
+        self.split_reported |= !done.is_empty();
         let keep_from = spans.oldest_needed() * hop;
-        while first < keep_from && self.frames.len() > 1 {
+        // Until a sign is split off, keep the segment (up to `whole_limit`) for `end_segment`.
+        let whole = !self.split_reported && self.frames.len() <= self.whole_limit();
+        while !whole && first < keep_from && self.frames.len() > 1 {
             self.frames.pop_front();
             first += 1;
         }
