@@ -301,6 +301,12 @@ impl StreamingRecognizer {
         Ok(events)
     }
 
+    /// Whether the segment in progress may still be one sign, classified whole when it ends:
+    /// it is held, or span decoding has split nothing off it yet and its frames are all kept.
+    fn maybe_one_sign(&self) -> bool {
+        self.holding() || (self.spans.is_some() && !self.split_reported && self.frames.len() == self.segment_len)
+    }
+
     /// The longest segment classified whole at its end when span decoding split nothing off:
     /// two windows, or the segment limit where that is longer.
     fn whole_limit(&self) -> usize {
@@ -342,24 +348,16 @@ impl StreamingRecognizer {
             self.reset_window();
             return Ok(events);
         }
-        if let Some(spans) = self.spans.take() {
-            // Nothing split off yet and the frames still hold the whole segment: it may be one
-            // long sign, classified whole as a short segment is.
-            if !self.split_reported && self.frames.len() == self.segment_len {
-                if let Some(sign) = self.classify_segment()? {
-                    self.reset_window();
-                    return Ok(vec![sign]);
-                }
-            }
-            let events = self.span_events(spans.flush());
-            self.reset_window();
-            return Ok(events);
-        }
-        if self.holding() {
+        if self.maybe_one_sign() {
             if let Some(sign) = self.classify_segment()? {
                 self.reset_window();
                 return Ok(vec![sign]);
             }
+        }
+        if let Some(spans) = self.spans.take() {
+            let events = self.span_events(spans.flush());
+            self.reset_window();
+            return Ok(events);
         }
         let mut events = std::mem::take(&mut self.held);
         if self.segment_evals < self.cfg.min_hops
