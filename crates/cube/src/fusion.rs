@@ -62,5 +62,6 @@ pub(crate) fn register<R: CubeRuntime, P: Params>(
     let inputs: Vec<_> = inputs.into_iter().map(FusionTensor::into_ir).collect();
     let desc = CustomOpIr::new(name, &inputs, &outputs);
     let op = Custom { desc: desc.clone(), launch, params };
-    client.register(streams, OperationIr::Custom(desc), op)
+    // Boxed: the fusion server that runs it is the one the dispatcher compiled.
+    client.register_boxed(streams, OperationIr::Custom(desc), Box::new(op))
 }

@@ -1,0 +1,7 @@
+mod block;
+mod optimization;
+
+pub(super) mod merging;
+pub(super) use block::*;
+
+pub use optimization::*;

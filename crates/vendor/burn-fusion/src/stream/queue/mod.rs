@@ -1,0 +1,4 @@
+mod base;
+mod execution;
+
+pub use base::*;
