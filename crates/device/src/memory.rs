@@ -1,8 +1,8 @@
 //! Device memory statistics and cache emptying that reach the concrete backend.
 //!
-//! `Backend::memory_cleanup` on Burn's `Dispatch` backend is a silent no-op in 0.21, so both
-//! functions here match on the [`DispatchDevice`] variant and call the concrete backend. Fusion
-//! defers frees, so the device is synced first.
+//! Pool statistics come from the cubecl runtime behind the [`DispatchDevice`] variant; cache
+//! emptying goes through `Dispatch` (whose upstream `memory_cleanup` is a no-op; the vendored
+//! dispatcher passes it to the backend). Fusion defers frees, so the device is synced first.
 
 use serde::{Deserialize, Serialize};
 
@@ -61,22 +61,17 @@ pub fn sync(device: &DispatchDevice) {
 /// Release cached, unused blocks of `device`'s memory pool back to the driver. Returns `true`
 /// when the backend has a pool to empty.
 pub fn empty_cache(device: &DispatchDevice) -> bool {
-    #[cfg(any(feature = "cuda", feature = "wgpu"))]
     use burn::tensor::backend::Backend;
     match device {
-        #[cfg(feature = "cuda")]
-        DispatchDevice::Cuda(d) => {
+        DispatchDevice::Flex(_) => false,
+        #[allow(unreachable_patterns)] // CUDA and WGPU, when compiled in
+        _ => {
             sync(device);
-            <burn::backend::Cuda as Backend>::memory_cleanup(d);
+            // Through `Dispatch` (its vendored `memory_cleanup` reaches the backend), not the
+            // concrete fusion backend, whose client this crate would otherwise compile again.
+            burn::Dispatch::memory_cleanup(device);
             true
         }
-        #[cfg(feature = "wgpu")]
-        DispatchDevice::Wgpu(d) => {
-            sync(device);
-            <burn::backend::Wgpu as Backend>::memory_cleanup(d);
-            true
-        }
-        _ => false,
     }
 }
 

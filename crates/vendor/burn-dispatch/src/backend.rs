@@ -80,6 +80,12 @@ impl Backend for Dispatch {
         dispatch_device!(device, |device| B::sync(device))
     }
 
+    // SignFlow patch: upstream keeps the trait's default, a no-op, so the pools of the backend
+    // behind the device were never emptied through `Dispatch`.
+    fn memory_cleanup(device: &Self::Device) {
+        dispatch_device!(device, |device| B::memory_cleanup(device))
+    }
+
     fn dtype_usage(device: &Self::Device, dtype: DType) -> burn_backend::DTypeUsageSet {
         dispatch_device!(device, |device| B::dtype_usage(device, dtype))
     }

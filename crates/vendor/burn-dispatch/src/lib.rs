@@ -58,6 +58,7 @@ mod backend;
 pub mod counters; // SignFlow patch
 mod device;
 mod ops;
+mod read; // SignFlow patch
 mod tensor;
 
 pub use backend::*;

@@ -21,9 +21,11 @@ impl BoolTensorOps<Self> for Dispatch {
         creation_op!(Bool, device, |device| B::bool_ones(shape, device, dtype))
     }
 
-    async fn bool_into_data(tensor: BoolTensor<Self>) -> Result<TensorData, ExecutionError> {
-        crate::counters::count_read(); // SignFlow patch
-        unary_op!(tensor, bool, |tensor| B::bool_into_data(tensor).await)
+    // SignFlow patch: the read runs before the future is returned (crates/vendor/README.md).
+    fn bool_into_data(
+        tensor: BoolTensor<Self>,
+    ) -> impl Future<Output = Result<TensorData, ExecutionError>> + Send {
+        core::future::ready(read_bool(tensor))
     }
 
     fn bool_from_data(data: TensorData, device: &DispatchDevice) -> BoolTensor<Self> {
@@ -217,7 +219,22 @@ impl BoolTensorOps<Self> for Dispatch {
         unary_op!(tensor, bool, |tensor| B::bool_all_dim(tensor, dim) => Bool)
     }
 
-    async fn bool_argwhere(tensor: BoolTensor<Self>, out_dtype: IntDType) -> IntTensor<Self> {
-        unary_op!(tensor, bool, |tensor| B::bool_argwhere(tensor, out_dtype).await => Int)
+    // SignFlow patch: the read runs before the future is returned (crates/vendor/README.md).
+    fn bool_argwhere(
+        tensor: BoolTensor<Self>,
+        out_dtype: IntDType,
+    ) -> impl Future<Output = IntTensor<Self>> + 'static + Send {
+        core::future::ready(argwhere(tensor, out_dtype))
     }
+}
+
+/// SignFlow patch: `bool_into_data`'s read, compiled in this crate only.
+fn read_bool(tensor: BoolTensor<Dispatch>) -> Result<TensorData, ExecutionError> {
+    crate::counters::count_read();
+    crate::read::now(async move { unary_op!(tensor, bool, |tensor| B::bool_into_data(tensor).await) })
+}
+
+/// SignFlow patch: `bool_argwhere`'s read, compiled in this crate only.
+fn argwhere(tensor: BoolTensor<Dispatch>, out_dtype: IntDType) -> IntTensor<Dispatch> {
+    crate::read::now(async move { unary_op!(tensor, bool, |tensor| B::bool_argwhere(tensor, out_dtype).await => Int) })
 }

@@ -13,9 +13,11 @@ impl IntTensorOps<Self> for Dispatch {
         creation_op!(Int, device, |device| B::int_empty(shape, device, dtype))
     }
 
-    async fn int_into_data(tensor: IntTensor<Self>) -> Result<TensorData, ExecutionError> {
-        crate::counters::count_read(); // SignFlow patch
-        unary_op!(tensor, int, |tensor| B::int_into_data(tensor).await)
+    // SignFlow patch: the read runs before the future is returned (crates/vendor/README.md).
+    fn int_into_data(
+        tensor: IntTensor<Self>,
+    ) -> impl Future<Output = Result<TensorData, ExecutionError>> + Send {
+        core::future::ready(read_int(tensor))
     }
 
     fn int_from_data(data: TensorData, device: &DispatchDevice) -> IntTensor<Self> {
@@ -563,4 +565,10 @@ impl IntTensorOps<Self> for Dispatch {
     fn int_argsort(tensor: IntTensor<Self>, dim: usize, descending: bool) -> IntTensor<Self> {
         unary_op!(tensor, int, |tensor| B::int_argsort(tensor, dim, descending) => Int)
     }
+}
+
+/// SignFlow patch: `int_into_data`'s read, compiled in this crate only.
+fn read_int(tensor: IntTensor<Dispatch>) -> Result<TensorData, ExecutionError> {
+    crate::counters::count_read();
+    crate::read::now(async move { unary_op!(tensor, int, |tensor| B::int_into_data(tensor).await) })
 }

@@ -57,9 +57,11 @@ impl QTensorOps<Self> for Dispatch {
         unary_op!(tensor, quantized, |tensor| B::q_reshape(tensor, shape) => Quantized)
     }
 
-    async fn q_into_data(tensor: QuantizedTensor<Self>) -> Result<TensorData, ExecutionError> {
-        crate::counters::count_read(); // SignFlow patch
-        unary_op!(tensor, quantized, |tensor| B::q_into_data(tensor).await)
+    // SignFlow patch: the read runs before the future is returned (crates/vendor/README.md).
+    fn q_into_data(
+        tensor: QuantizedTensor<Self>,
+    ) -> impl Future<Output = Result<TensorData, ExecutionError>> + Send {
+        core::future::ready(read_quantized(tensor))
     }
 
     fn q_expand(tensor: QuantizedTensor<Self>, shape: Shape) -> QuantizedTensor<Self> {
@@ -209,4 +211,10 @@ impl QTensorOps<Self> for Dispatch {
             _ => unreachable!(),
         }
     }
+}
+
+/// SignFlow patch: `q_into_data`'s read, compiled in this crate only.
+fn read_quantized(tensor: QuantizedTensor<Dispatch>) -> Result<TensorData, ExecutionError> {
+    crate::counters::count_read();
+    crate::read::now(async move { unary_op!(tensor, quantized, |tensor| B::q_into_data(tensor).await) })
 }

@@ -27,9 +27,11 @@ impl FloatTensorOps<Self> for Dispatch {
         })
     }
 
-    async fn float_into_data(tensor: FloatTensor<Self>) -> Result<TensorData, ExecutionError> {
-        crate::counters::count_read(); // SignFlow patch
-        unary_float!(tensor, float, |tensor| B::float_into_data(tensor).await)
+    // SignFlow patch: the read runs before the future is returned (crates/vendor/README.md).
+    fn float_into_data(
+        tensor: FloatTensor<Self>,
+    ) -> impl Future<Output = Result<TensorData, ExecutionError>> + Send {
+        core::future::ready(read_float(tensor))
     }
 
     fn float_device(tensor: &FloatTensor<Self>) -> DispatchDevice {
@@ -683,4 +685,10 @@ impl FloatTensorOps<Self> for Dispatch {
     fn float_is_inf(tensor: FloatTensor<Self>, out_dtype: BoolDType) -> BoolTensor<Self> {
         unary_float!(tensor, float, |tensor| B::float_is_inf(tensor, out_dtype) => Bool)
     }
+}
+
+/// SignFlow patch: `float_into_data`'s read, compiled in this crate only.
+fn read_float(tensor: FloatTensor<Dispatch>) -> Result<TensorData, ExecutionError> {
+    crate::counters::count_read();
+    crate::read::now(async move { unary_float!(tensor, float, |tensor| B::float_into_data(tensor).await) })
 }

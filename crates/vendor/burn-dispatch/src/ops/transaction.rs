@@ -8,10 +8,18 @@ use crate::Dispatch;
 use crate::backends::*;
 
 impl TransactionOps<Self> for Dispatch {
-    async fn tr_execute(
+    // SignFlow patch: the read runs before the future is returned (crates/vendor/README.md).
+    fn tr_execute(
         transaction: TransactionPrimitive<Self>,
-    ) -> Result<TransactionPrimitiveData, ExecutionError> {
-        crate::counters::count_read(); // SignFlow patch
+    ) -> impl Future<Output = Result<TransactionPrimitiveData, ExecutionError>> + Send {
+        core::future::ready(execute(transaction))
+    }
+}
+
+/// SignFlow patch: `tr_execute`'s reads, compiled in this crate only.
+fn execute(transaction: TransactionPrimitive<Dispatch>) -> Result<TransactionPrimitiveData, ExecutionError> {
+    crate::counters::count_read();
+    crate::read::now(async move {
         let first_tensor = transaction
             .read_floats
             .first()
@@ -24,5 +32,5 @@ impl TransactionOps<Self> for Dispatch {
             }
             None => Ok(TransactionPrimitiveData::default()),
         }
-    }
+    })
 }
