@@ -88,6 +88,20 @@ pub fn decode(bytes: &[u8]) -> std::result::Result<Array, String> {
     if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
         return Err("not a .npy file (missing the \\x93NUMPY magic)".into());
     }
+    // The header's declared length, checked against the file before the header is read (the
+    // header reader allocates what it declares: up to 4 GiB in versions 2 and 3).
+    let (start, header_len) = match bytes[6] {
+        1 => (10, u16::from_le_bytes([bytes[8], bytes[9]]) as usize),
+        2 | 3 if bytes.len() >= 12 => (12, u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize),
+        2 | 3 => return Err("the file ends inside the header's length".into()),
+        v => return Err(format!("unsupported .npy format version {v}.{} (expected 1, 2 or 3)", bytes[7])),
+    };
+    if header_len > bytes.len() - start {
+        return Err(format!(
+            "the header declares {header_len} bytes, the file has {} after the {start}-byte preamble",
+            bytes.len() - start
+        ));
+    }
     let mut cursor = Cursor::new(bytes);
     let header = NpyHeader::from_reader(&mut cursor).map_err(|e| format!("unreadable .npy header: {e}"))?;
     let body = bytes.len() - cursor.position() as usize;
@@ -216,6 +230,25 @@ mod tests {
         let ok = encode(&[2, 3], &[1.0; 6]).unwrap();
         assert_eq!(decode(&ok).unwrap(), Array { shape: vec![2, 3], data: vec![1.0; 6] });
         assert!(decode(&ok[..ok.len() - 1]).unwrap_err().contains("data truncated"));
+    }
+
+    #[test]
+    fn a_header_longer_than_the_file_is_an_error_before_it_is_read() {
+        let ok = encode(&[2, 3], &[1.0; 6]).unwrap();
+        // Version 3 with a 2 GB header length (a fuzzer's find: the header reader allocated it).
+        let mut v3 = ok.clone();
+        v3[6] = 3;
+        v3.splice(8..10, [0x76, 0x00, 0x00, 0x7b]);
+        let err = decode(&v3).unwrap_err();
+        assert!(err.contains("header declares 2063597686 bytes"), "{err}");
+        let mut v1 = ok.clone();
+        v1[8..10].copy_from_slice(&u16::MAX.to_le_bytes());
+        assert!(decode(&v1).unwrap_err().contains("header declares 65535 bytes"));
+        let err = decode(&[&ok[..6], &[2, 0, 1, 0]].concat()).unwrap_err();
+        assert!(err.contains("ends inside the header's length"), "{err}");
+        let mut v9 = ok;
+        v9[6] = 9;
+        assert!(decode(&v9).unwrap_err().contains("unsupported .npy format version 9.0"));
     }
 
     #[test]
