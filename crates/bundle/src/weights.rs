@@ -10,6 +10,7 @@ use burn::module::{Module, ModuleVisitor, Param};
 use burn::record::{FullPrecisionSettings, NamedMpkBytesRecorder, Record, Recorder};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
+use data::guard::guarded;
 use models::kernels::Kernels;
 use models::SignModel;
 
@@ -19,24 +20,6 @@ use crate::{BundleError, Result};
 /// The recorder of every record SignFlow writes (the bytes `NamedMpkFileRecorder` writes too).
 fn recorder() -> NamedMpkBytesRecorder<FullPrecisionSettings> {
     NamedMpkBytesRecorder::<FullPrecisionSettings>::new()
-}
-
-thread_local! {
-    static DECODING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Whether this thread is decoding a record inside a guard that turns Burn's panics on damaged
-/// input into errors: a binary's panic hook stays quiet then (the error follows).
-pub fn decoding() -> bool {
-    DECODING.try_with(std::cell::Cell::get).unwrap_or(false)
-}
-
-/// Run `f`, catching a panic (Burn's decoders panic on some damaged records).
-pub(crate) fn guarded<T>(f: impl FnOnce() -> T) -> std::thread::Result<T> {
-    DECODING.with(|d| d.set(true));
-    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    DECODING.with(|d| d.set(false));
-    out
 }
 
 /// Write a Burn record to `path`: encoded in memory, then written atomically.

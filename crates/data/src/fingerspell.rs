@@ -10,12 +10,11 @@ use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, Float32Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{write_atomic, DataError, Result};
 use crate::index::{column, csv_reader, records};
-use crate::islr::{cast, encode_batch, parquet_err, Codec};
+use crate::islr::{batches, cast, encode_batch, open_parquet, parquet_err, Codec};
 use crate::layout::{LandmarkType, NUM_LANDMARKS};
 use crate::sequence::{LandmarkSequence, MAX_FRAMES};
 
@@ -81,8 +80,7 @@ pub fn open(root: &Path) -> Result<Vec<PhraseEntry>> {
 /// Read every sequence of one wide parquet file, by `sequence_id` (ascending), each with its frames
 /// sorted by frame number. Missing coordinates (null or NaN) are NaN.
 pub fn read_file(path: &Path) -> Result<Vec<(i64, LandmarkSequence)>> {
-    let file = crate::error::open_regular(path)?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| parquet_err(path, e))?;
+    let (builder, file_len) = open_parquet(path)?;
     let schema = builder.schema().clone();
     let position = |name: &str| schema.index_of(name).ok();
     let missing = |name: String| {
@@ -125,7 +123,6 @@ pub fn read_file(path: &Path) -> Result<Vec<(i64, LandmarkSequence)>> {
     }
     // Checked against the footer and the file's size before reading.
     let declared = u64::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
-    let file_len = std::fs::metadata(path).map_err(|e| DataError::io(path, e))?.len();
     let most = (file_len / MIN_BYTES_PER_ROW).max(MAX_FRAMES as u64);
     if declared > most {
         return Err(DataError::invalid(
@@ -139,8 +136,8 @@ pub fn read_file(path: &Path) -> Result<Vec<(i64, LandmarkSequence)>> {
     // sequence_id -> frame -> xyz of its 543 points
     let mut sequences: BTreeMap<i64, BTreeMap<i64, Vec<f32>>> = BTreeMap::new();
     let mut row_base = 0usize;
-    for batch in reader {
-        let batch = batch.map_err(|e| parquet_err(path, e))?;
+    for batch in batches(path, reader) {
+        let batch = batch?;
         let ids = cast(path, batch.column(seq_col), &DataType::Int64)?;
         let ids = ids.as_any().downcast_ref::<Int64Array>().expect("cast to Int64");
         let frames = cast(path, batch.column(frame_col), &DataType::Int64)?;

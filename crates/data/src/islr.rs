@@ -7,13 +7,14 @@ use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, Float32Array, Int32Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{write_atomic, DataError, Result};
+use crate::guard::guarded;
 use crate::layout::{LandmarkType, NUM_LANDMARKS};
 use crate::sequence::{LandmarkSequence, MAX_FRAMES};
 
@@ -56,6 +57,51 @@ const COLUMNS: [(&str, Kind); 6] = [
 
 pub(crate) fn parquet_err(path: &Path, e: impl std::fmt::Display) -> DataError {
     DataError::Parquet { path: path.to_path_buf(), message: e.to_string() }
+}
+
+/// Open the parquet file `path` for reading, with its footer checked: every column chunk must lie
+/// inside the file (the parquet crate asserts this while reading and would panic). Returns the
+/// reader's builder and the file's length.
+pub(crate) fn open_parquet(path: &Path) -> Result<(ParquetRecordBatchReaderBuilder<std::fs::File>, u64)> {
+    let file = crate::error::open_regular(path)?;
+    let file_len = file.metadata().map_err(|e| DataError::io(path, e))?.len();
+    let builder = guarded(|| ParquetRecordBatchReaderBuilder::try_new(file))
+        .map_err(|m| damaged(path, &m))?
+        .map_err(|e| parquet_err(path, e))?;
+    for (g, group) in builder.metadata().row_groups().iter().enumerate() {
+        for chunk in group.columns() {
+            let start = chunk.dictionary_page_offset().unwrap_or(chunk.data_page_offset());
+            let len = chunk.compressed_size();
+            let inside =
+                start >= 0 && len >= 0 && (start as u64).checked_add(len as u64).is_some_and(|end| end <= file_len);
+            if !inside {
+                return Err(parquet_err(
+                    path,
+                    format!(
+                        "row group {g}, column {}: the footer puts its {len} bytes at offset {start}, outside the file's {file_len} bytes",
+                        chunk.column_path()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok((builder, file_len))
+}
+
+/// The record batches of `reader`; a panic of the parquet decoder (it asserts on some damaged
+/// pages) is an error naming the file.
+pub(crate) fn batches(
+    path: &Path,
+    mut reader: ParquetRecordBatchReader,
+) -> impl Iterator<Item = Result<RecordBatch>> + '_ {
+    std::iter::from_fn(move || match guarded(|| reader.next()) {
+        Ok(next) => next.map(|b| b.map_err(|e| parquet_err(path, e))),
+        Err(m) => Some(Err(damaged(path, &m))),
+    })
+}
+
+fn damaged(path: &Path, panic: &str) -> DataError {
+    parquet_err(path, format!("damaged file: the parquet decoder stopped with \"{panic}\""))
 }
 
 /// The compression codecs parquet files are written with (all of them are read).
@@ -129,8 +175,7 @@ pub(crate) fn cast(path: &Path, col: &ArrayRef, to: &DataType) -> Result<ArrayRe
 /// number; gaps in the numbering are kept in `frame_ids`, not filled. Null or NaN coordinates
 /// become `NaN`.
 pub fn read_parquet(path: &Path) -> Result<LandmarkSequence> {
-    let file = crate::error::open_regular(path)?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| parquet_err(path, e))?;
+    let (builder, _) = open_parquet(path)?;
     let schema = builder.schema().clone();
     let found = || schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ");
     let mut roots = Vec::new();
@@ -167,8 +212,8 @@ pub fn read_parquet(path: &Path) -> Result<LandmarkSequence> {
     // frame number -> rows of (flat landmark index, xyz)
     let mut frames: BTreeMap<i32, Vec<(usize, [f32; 3])>> = BTreeMap::new();
     let mut row_base = 0usize;
-    for batch in reader {
-        let batch = batch.map_err(|e| parquet_err(path, e))?;
+    for batch in batches(path, reader) {
+        let batch = batch?;
         let col = |name: &str| batch.column_by_name(name).expect("projected column present").clone();
         let frame = cast(path, &col("frame"), &DataType::Int32)?;
         let frame = frame.as_any().downcast_ref::<Int32Array>().expect("cast to Int32");

@@ -33,6 +33,7 @@ pub mod dataset;
 /// Errors that name the file, line or key.
 pub mod error;
 pub mod fingerspell;
+pub mod guard;
 pub mod index;
 pub mod islr;
 pub mod layout;

@@ -155,6 +155,48 @@ fn parquet_with_more_frames_than_a_recording_has_is_refused_before_allocating() 
     assert!(err.contains("declares 11000000 rows; a recording has at most 20000 frames"), "{err} ({size} bytes)");
 }
 
+/// A footer that puts a column chunk outside the file (or at a negative offset) is an error naming
+/// the file, the row group and the column; the parquet crate asserts on it while reading.
+#[test]
+fn parquet_footer_placing_a_column_outside_the_file_is_refused() {
+    use parquet::file::metadata::{ParquetMetaDataReader, ParquetMetaDataWriter};
+    let dir = tempfile::tempdir().unwrap();
+    let valid = dir.path().join("valid.parquet");
+    write_parquet(&valid, &generate_sequence(&tiny(), 0, 0, 0)).unwrap();
+    let bytes = std::fs::read(&valid).unwrap();
+    let footer_len = u32::from_le_bytes(bytes[bytes.len() - 8..bytes.len() - 4].try_into().unwrap()) as usize;
+    let body = &bytes[..bytes.len() - 8 - footer_len];
+    let with_column = |start: i64, column: usize| {
+        let meta = ParquetMetaDataReader::new().parse_and_finish(&std::fs::File::open(&valid).unwrap()).unwrap();
+        let mut group = meta.row_group(0).clone();
+        let mut columns = group.columns().to_vec();
+        columns[column] = columns[column]
+            .clone()
+            .into_builder()
+            .set_dictionary_page_offset(None)
+            .set_data_page_offset(start)
+            .build()
+            .unwrap();
+        group = group.into_builder().set_column_metadata(columns).build().unwrap();
+        let meta = meta.into_builder().set_row_groups(vec![group]).build();
+        let mut out = body.to_vec();
+        ParquetMetaDataWriter::new(&mut out, &meta).finish().unwrap();
+        let p = dir.path().join(format!("at-{start}.parquet"));
+        std::fs::write(&p, out).unwrap();
+        p
+    };
+    for (start, column) in [(-1, 0), (1 << 40, 3)] {
+        let p = with_column(start, column);
+        let err = read_parquet(&p).unwrap_err().to_string();
+        assert!(err.contains(&p.display().to_string()) && err.contains("row group 0, column "), "{err}");
+        assert!(err.contains(&format!("at offset {start}, outside the file")), "{err}");
+        let err = data::fingerspell::read_file(&p).unwrap_err().to_string();
+        assert!(err.contains("outside the file"), "{err}");
+    }
+    // Rewritten with the offsets it had, the file reads.
+    assert!(read_parquet(&valid).is_ok());
+}
+
 /// `.npy` shapes with a zero-width dimension hold no data whatever the frame count: refused
 /// (a 129-byte file declaring 2147483647 frames of 0 x 3 values once allocated 8 GB).
 #[test]

@@ -377,7 +377,7 @@ fn main() -> ExitCode {
     // Burn's panics on a damaged weights file become errors naming the file: no panic trace.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        if !bundle::weights::decoding() {
+        if !data::guard::decoding() {
             default_hook(info);
         }
     }));

@@ -63,16 +63,8 @@ impl DeviceFault {
     }
 }
 
-/// The text of a panic payload.
-pub fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic with a non-text payload".to_string()
-    }
-}
+/// The text of a panic payload (one definition, in `data`).
+pub use data::guard::panic_message;
 
 /// A caught panic that is a device fault: its kind and the first line of its message (`None`
 /// for any other panic, which is a bug and should propagate).

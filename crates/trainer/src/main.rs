@@ -299,7 +299,7 @@ fn main() -> ExitCode {
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let message = trainer::fault::panic_message(info.payload());
-        if trainer::fault::classify(&message).is_none() && !bundle::weights::decoding() {
+        if trainer::fault::classify(&message).is_none() && !data::guard::decoding() {
             default_hook(info);
         }
     }));
