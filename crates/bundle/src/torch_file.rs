@@ -2,9 +2,8 @@
 //! and one `<name>/data/<key>` file per storage), read as an untrusted file.
 //!
 //! [`TorchFile::open`] parses the pickle with [`crate::pickle`] (bounded) and finds the state
-//! dict's tensors without reading any data; [`TorchFile::read_f32`] reads one tensor after its
-//! shape has been checked by the caller, with every index checked against the storage the file
-//! holds. Nothing is allocated beyond what the pickle's own bytes or the checked tensor need.
+//! dict's tensors without reading any data; [`TorchFile::read_f32`] reads one tensor of the shape
+//! its caller expects, with every index checked against the storage the file holds. Nothing is allocated beyond what the pickle's own bytes or the checked tensor need.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -155,14 +154,20 @@ impl TorchFile {
         Ok(Self { path: path.into(), zip, prefix, big_endian, tensors })
     }
 
-    /// Read tensor `name` as f32 values in row-major order. The caller has checked its shape;
-    /// every element's index is checked against the storage's declared size and the bytes the
-    /// archive holds for it.
-    pub fn read_f32(&mut self, name: &str) -> Result<Vec<f32>> {
+    /// Read tensor `name`, which must have the shape `expected` (the parameter it is for), as f32
+    /// values in row-major order. The shape is checked before anything is allocated, and every
+    /// element's index against the storage's declared size and the bytes the archive holds for it.
+    pub fn read_f32(&mut self, name: &str, expected: &[usize]) -> Result<Vec<f32>> {
         let path = self.path.clone();
         let big_endian = self.big_endian;
         let invalid = |message: String| BundleError::Invalid { path: path.clone(), message };
         let t = self.tensors.get(name).ok_or_else(|| invalid(format!("no tensor `{name}`")))?.clone();
+        if t.shape.len() != expected.len() || t.shape.iter().zip(expected).any(|(&d, &e)| d != e as u64) {
+            return Err(invalid(format!(
+                "cannot import the PyTorch weights: tensor `{name}` has shape {:?}, the model needs {expected:?}",
+                t.shape
+            )));
+        }
         let size = t.dtype.size().ok_or_else(|| {
             invalid(format!(
                 "tensor `{name}` holds {} values; the model's parameters are floating point",
