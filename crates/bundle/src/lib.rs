@@ -142,7 +142,15 @@ pub fn load_bundle<B: Kernels>(dir: &Path, device: &B::Device) -> Result<(ModelC
     manifest::verify(dir, &[layout::WEIGHTS_FILE])?;
     let card = card::read_card(dir)?;
     check_size(dir, &card)?;
-    let model = card.model.init::<B>(card.input_features, card.labels.len(), device);
+    // The card's architecture was validated when it was read; should Burn still refuse to build
+    // it (its layers assert on their settings), that is an error naming the card, not a crash.
+    let model =
+        data::guard::guarded(|| card.model.init::<B>(card.input_features, card.labels.len(), device)).map_err(|m| {
+            BundleError::Invalid {
+                path: dir.join(layout::CARD_FILE),
+                message: format!("the {} model it describes cannot be built: {m}", card.model.kind()),
+            }
+        })?;
     let model = weights::load_weights(model, dir, device)?;
     Ok((card, model))
 }

@@ -106,8 +106,9 @@ pub enum Task {
     Ctc,
 }
 
-/// The most frames a transformer's positional table may cover.
-pub const MAX_FRAMES_LIMIT: usize = 1 << 16;
+/// The most frames a transformer's positional table may cover: the longest timescale of Burn's
+/// sinusoidal encoding, which refuses (panics on) a longer table.
+pub const MAX_FRAMES_LIMIT: usize = 10_000;
 
 /// The `[model]` section of experiment configs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -168,6 +169,9 @@ impl ModelConfig {
             Self::Transformer(c) => {
                 if c.dim == 0 || c.heads == 0 || c.dim % c.heads != 0 {
                     return err("heads", format!("dim ({}) must be a positive multiple of heads ({})", c.dim, c.heads));
+                }
+                if c.dim % 2 != 0 {
+                    return err("dim", format!("must be even (the sinusoidal positional encoding), got {}", c.dim));
                 }
                 if c.layers == 0 || c.ff_dim == 0 || c.max_frames == 0 {
                     return err("layers", "layers, ff_dim and max_frames must be at least 1".into());

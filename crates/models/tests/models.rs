@@ -5,7 +5,9 @@ use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::{Bool, Distribution, FloatDType, Int, Tensor, TensorData};
 use models::common::CausalDepthwiseConv;
 use models::precision::cast_for_compute;
-use models::{ConvTransformerConfig, GruModelConfig, ModelConfig, ModelError, SignModel, TransformerConfig};
+use models::{
+    ConvTransformerConfig, GruModelConfig, ModelConfig, ModelError, SignModel, TransformerConfig, MAX_FRAMES_LIMIT,
+};
 
 type B = device::Backend;
 type AD = Autodiff<device::Backend>;
@@ -239,6 +241,18 @@ fn bad_inputs_and_configs_are_errors_not_panics() {
     assert_eq!(err.to_string(), "model config `model.heads`: dim (30) must be a positive multiple of heads (4)");
     let err = ModelConfig::Gru(GruModelConfig { hidden: 8, dropout: 1.5 }).validate().unwrap_err();
     assert_eq!(err.to_string(), "model config `model.dropout`: must be in [0, 1), got 1.5");
+    // What Burn's sinusoidal encoding refuses (with a panic) is refused by validation; its limit builds.
+    let t = |dim, max_frames| {
+        ModelConfig::Transformer(TransformerConfig { dim, heads: 3, max_frames, ..Default::default() })
+    };
+    assert_eq!(
+        t(15, 8).validate().unwrap_err().to_string(),
+        "model config `model.dim`: must be even (the sinusoidal positional encoding), got 15"
+    );
+    let err = t(18, MAX_FRAMES_LIMIT + 1).validate().unwrap_err().to_string();
+    assert_eq!(err, "model config `model.max_frames`: 10001 is above the limit of 10000");
+    t(18, MAX_FRAMES_LIMIT).validate().unwrap();
+    let _ = t(18, MAX_FRAMES_LIMIT).init::<B>(12, 3, &dev());
 }
 
 #[test]
