@@ -1914,6 +1914,64 @@ fn find_file(dir: &Path, suffix: &str) -> PathBuf {
         .unwrap_or_else(|| panic!("no {suffix} under {}", dir.display()))
 }
 
+/// The PyTorch weights a user imports (`infer import-torch`): a `torch.save` archive mutated
+/// whole, and its pickle mutated inside an otherwise valid archive (a zip's checksums refuse most
+/// whole-file mutations before the pickle is read). Each is read as the import reads it: every
+/// floating-point tensor of the valid file, with its shape.
+fn pytorch_targets(dir: &Path) -> Vec<Target<'static>> {
+    use bundle::torch_file::TorchFile;
+    use std::io::{Read, Write};
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bundle/tests/fixtures/tiny_reference.pt");
+    let valid = std::fs::read(&fixture).unwrap();
+    let shapes: Vec<(String, Vec<usize>)> = TorchFile::open(&fixture)
+        .unwrap()
+        .tensors
+        .iter()
+        .filter(|(_, t)| !matches!(t.dtype, bundle::torch_file::StorageType::Other(_)))
+        .map(|(name, t)| (name.clone(), t.shape.iter().map(|&d| d as usize).collect()))
+        .collect();
+    let import = move |path: &Path| -> Result<(), String> {
+        let mut file = TorchFile::open(path).map_err(|e| e.to_string())?;
+        for (name, shape) in &shapes {
+            file.read_f32(name, shape).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    };
+    let import2 = import.clone();
+    // The archive's entries, to wrap each mutated pickle in.
+    let mut zip = zip::ZipArchive::new(std::io::Cursor::new(valid.clone())).unwrap();
+    let mut entries = Vec::new();
+    for i in 0..zip.len() {
+        let mut f = zip.by_index(i).unwrap();
+        let mut bytes = Vec::new();
+        f.read_to_end(&mut bytes).unwrap();
+        entries.push((f.name().to_string(), bytes));
+    }
+    let pickle = entries.iter().find(|(n, _)| n.ends_with("/data.pkl")).unwrap().1.clone();
+    let (whole, pkl, wrapped) = (dir.join("model.pt"), dir.join("data.pkl"), dir.join("wrapped.pt"));
+    let (whole_read, pkl_read) = (whole.clone(), pkl.clone());
+    vec![
+        Target { name: "PyTorch .pt (torch.save)", valid, path: whole, read: Box::new(move || import(&whole_read)) },
+        Target {
+            name: "PyTorch pickle (data.pkl)",
+            valid: pickle,
+            path: pkl,
+            read: Box::new(move || {
+                let pickle = std::fs::read(&pkl_read).unwrap();
+                let mut out = zip::ZipWriter::new(std::fs::File::create(&wrapped).unwrap());
+                let stored =
+                    zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+                for (name, bytes) in &entries {
+                    out.start_file(name.as_str(), stored).unwrap();
+                    out.write_all(if name.ends_with("/data.pkl") { &pickle } else { bytes }).unwrap();
+                }
+                out.finish().unwrap();
+                import2(&wrapped)
+            }),
+        },
+    ]
+}
+
 /// Seeded mutation fuzzing of every file SignFlow reads: each damaged input must be an error,
 /// never a panic, a hang or a huge allocation.
 #[test]
@@ -2070,10 +2128,13 @@ fn fuzz_formats() {
             read: Box::new(|| trainer::tensorboard::read_events(&tb).map(|_| ()).map_err(|e| text(&e))),
         },
     ];
-    let targets: Vec<Target> = targets.into_iter().chain(interop).collect();
+    let targets: Vec<Target> = targets.into_iter().chain(interop).chain(pytorch_targets(&place("pytorch"))).collect();
 
-    const SEED: u64 = 0x5157_2026;
-    const PER_FORMAT: usize = 500;
+    // A longer campaign, or other inputs:
+    // SIGNFLOW_FUZZ_INPUTS=20000 SIGNFLOW_FUZZ_SEED=7 cargo test --release -p trainer fuzz_formats
+    let setting = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+    let per_format = setting("SIGNFLOW_FUZZ_INPUTS").unwrap_or(500) as usize;
+    let seed = setting("SIGNFLOW_FUZZ_SEED").unwrap_or(0x5157_2026);
     let mut failures = Vec::new();
     let mut report = Vec::new();
     // Readers that build models draw from Burn's global RNG; other tests' runs must not see that.
@@ -2082,44 +2143,61 @@ fn fuzz_formats() {
         // The valid file reads, so the mutations below are what the errors are about.
         std::fs::write(&target.path, &target.valid).unwrap();
         assert_eq!((target.read)(), Ok(()), "{}: the valid file must read", target.name);
-        let mut m = testkit::mutate::Mutator::new(SEED + t as u64);
-        let (mut errors, mut slowest) = (0, Duration::ZERO);
-        alloc_watch::LARGEST.store(0, std::sync::atomic::Ordering::Relaxed);
-        for i in 0..PER_FORMAT {
+        let mut m = testkit::mutate::Mutator::new(seed + t as u64);
+        let (mut errors, mut slowest, mut largest) = (0, Duration::ZERO, 0);
+        for i in 0..per_format {
             let input = m.mutate(&target.valid);
             std::fs::write(&target.path, &input).unwrap();
+            alloc_watch::LARGEST.store(0, std::sync::atomic::Ordering::Relaxed);
             let start = Instant::now();
             alloc_watch::ON.with(|on| on.set(true));
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (target.read)()));
             alloc_watch::ON.with(|on| on.set(false));
-            slowest = slowest.max(start.elapsed());
+            let (took, asked) = (start.elapsed(), alloc_watch::LARGEST.load(std::sync::atomic::Ordering::Relaxed));
+            (slowest, largest) = (slowest.max(took), largest.max(asked));
+            let mut wrong = Vec::new();
             match outcome {
                 Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    errors += 1;
-                    assert!(!e.trim().is_empty(), "{}: an empty error message", target.name);
-                }
-                Err(p) => failures.push(format!(
-                    "{} seed {} iteration {i}: panic {}",
+                Ok(Err(e)) if e.trim().is_empty() => wrong.push("an empty error message".to_string()),
+                Ok(Err(_)) => errors += 1,
+                Err(p) => wrong.push(format!("panic {}", trainer::fault::panic_message(&*p))),
+            }
+            if took > Duration::from_secs(5) {
+                wrong.push(format!("took {took:?}"));
+            }
+            if asked >= 256 << 20 {
+                wrong.push(format!("asked for {asked} bytes at once"));
+            }
+            if !wrong.is_empty() {
+                failures.push(format!(
+                    "{} (seed {}, input {i}, kept as {}): {}",
                     target.name,
-                    SEED + t as u64,
-                    trainer::fault::panic_message(&*p)
-                )),
+                    seed + t as u64,
+                    keep_failing_input(target.name, i, &input).display(),
+                    wrong.join("; ")
+                ));
             }
         }
-        let largest = alloc_watch::LARGEST.load(std::sync::atomic::Ordering::Relaxed);
         report.push(format!(
-            "{}: {PER_FORMAT} inputs, {errors} errors, slowest {:.1} ms, largest allocation {:.1} MiB",
+            "{}: {per_format} inputs, {errors} errors, slowest {:.1} ms, largest allocation {:.1} MiB",
             target.name,
             slowest.as_secs_f64() * 1e3,
             largest as f64 / 1048576.0
         ));
-        assert!(slowest < Duration::from_secs(5), "{}: an input took {slowest:?}", target.name);
-        assert!(largest < 256 << 20, "{}: an input asked for {largest} bytes", target.name);
-        assert!(errors > PER_FORMAT / 10, "{}: only {errors} of {PER_FORMAT} inputs were refused", target.name);
+        assert!(errors > per_format / 10, "{}: only {errors} of {per_format} inputs were refused", target.name);
     }
     println!("{}", report.join("\n"));
-    assert!(failures.is_empty(), "{} panics:\n{}", failures.len(), failures.join("\n"));
+    assert!(failures.is_empty(), "{} inputs failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// A copy of an input that failed [`fuzz_formats`], outside the test's temporary directory.
+fn keep_failing_input(target: &str, i: usize, input: &[u8]) -> PathBuf {
+    let dir = std::env::temp_dir().join("signflow-fuzz-failures");
+    std::fs::create_dir_all(&dir).unwrap();
+    let name: String = target.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
+    let path = dir.join(format!("{name}-{i}"));
+    std::fs::write(&path, input).unwrap();
+    path
 }
 
 /// The smoke experiment as continuous recognition: CTC on built-in synthetic sentences of 2-3
