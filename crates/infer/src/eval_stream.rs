@@ -572,4 +572,30 @@ mod tests {
             assert!(err.contains("take.events.csv") && err.contains(expected), "{text:?}: {err}");
         }
     }
+
+    #[test]
+    fn mutated_annotations_are_errors_naming_file_and_line_or_valid_signs() {
+        let dir = tempfile::tempdir().unwrap();
+        let labels: Vec<String> = ["a", "b", "sign_10"].map(String::from).to_vec();
+        let frames: Vec<i64> = (5..300).collect();
+        let valid = "label,start_frame,end_frame\nb,40,60\na,5,20\nsign_10,100,299\n";
+        let p = dir.path().join("take.events.csv");
+        let mut m = testkit::mutate::Mutator::new(11);
+        let mut errors = 0;
+        for _ in 0..2000 {
+            std::fs::write(&p, m.mutate(valid.as_bytes())).unwrap();
+            match read_annotations(&p, &labels, &frames) {
+                Ok(signs) => {
+                    assert!(signs.windows(2).all(|w| w[0].end < w[1].start));
+                    assert!(signs.iter().all(|s| 5 <= s.start && s.start <= s.end && s.end < 300 && s.index < 3));
+                }
+                Err(e) => {
+                    errors += 1;
+                    let e = e.to_string();
+                    assert!(e.contains("take.events.csv") && (e.contains("line ") || e.contains("UTF-8")), "{e}");
+                }
+            }
+        }
+        assert!(errors > 1000, "only {errors} of 2000 mutated files were refused");
+    }
 }
