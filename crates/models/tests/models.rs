@@ -670,6 +670,15 @@ fn transformer_forward_matches_burn_encoder_forward_and_gradients() {
 /// The WGPU device (software Vulkan, llvmpipe, in CI), or `None` (skip) on a machine without an
 /// adapter. CI sets SIGNFLOW_REQUIRE_WGPU=1, which turns a missing adapter into a failure.
 fn wgpu_device() -> Option<device::SelectedDevice> {
+    wgpu_devices().map(|(selected, _)| selected)
+}
+
+/// [`wgpu_device`], and beside it a second device on the same adapter when it is the machine's
+/// only one (llvmpipe in CI), for a test that should run beside the parity test: cubecl gives each
+/// device its own server thread and kernel cache, so the two tests compile and run their kernels
+/// at the same time instead of queueing on one thread. Elsewhere the selected device itself.
+fn wgpu_devices() -> Option<(device::SelectedDevice, device::DispatchDevice)> {
+    use burn::backend::wgpu::WgpuDevice;
     let inv = device::probe_for(&device::DeviceSpec::Wgpu(None));
     if inv.wgpu.adapters.is_empty() {
         assert!(std::env::var("SIGNFLOW_REQUIRE_WGPU").is_err(), "SIGNFLOW_REQUIRE_WGPU is set but no WGPU adapter");
@@ -677,22 +686,14 @@ fn wgpu_device() -> Option<device::SelectedDevice> {
         return None;
     }
     let policy = device::SelectionPolicy { allow_software_wgpu: true, ..Default::default() };
-    Some(device::resolve_with(&device::DeviceSpec::Wgpu(None), &policy, &inv).unwrap())
-}
-
-/// A second device on the WGPU adapter `wgpu_device` selected when it is the machine's only one
-/// (llvmpipe in CI), for a test that should run beside the parity test: cubecl gives each device
-/// its own server thread and kernel cache, so the two tests compile and run their kernels at the
-/// same time instead of queueing on one thread. Elsewhere the selected device itself.
-fn beside(selected: &device::SelectedDevice) -> device::DispatchDevice {
-    use burn::backend::wgpu::WgpuDevice;
-    let only_adapter = device::probe_for(&device::DeviceSpec::Wgpu(None)).wgpu.adapters.len() == 1;
-    match &selected.device {
-        device::DispatchDevice::Wgpu(WgpuDevice::Cpu) if only_adapter => {
+    let selected = device::resolve_with(&device::DeviceSpec::Wgpu(None), &policy, &inv).unwrap();
+    let beside = match &selected.device {
+        device::DispatchDevice::Wgpu(WgpuDevice::Cpu) if inv.wgpu.adapters.len() == 1 => {
             device::DispatchDevice::Wgpu(WgpuDevice::DefaultDevice)
         }
         other => other.clone(),
-    }
+    };
+    Some((selected, beside))
 }
 
 /// Every float parameter's gradient, in visit order (BatchNorm running statistics skipped).
@@ -1052,8 +1053,7 @@ mod slow {
     fn cube_kernels_on_wgpu_equal_the_reference_ops() {
         use burn::tensor::TensorPrimitive;
         use models::kernels::{reference, NORM_EPS};
-        let Some(selected) = wgpu_device() else { return };
-        let gpu = beside(&selected);
+        let Some((selected, gpu)) = wgpu_devices() else { return };
         let prim = |t: &Tensor<B, 3>| t.clone().into_primitive().tensor();
         let prim2 = |t: &Tensor<B, 2>| t.clone().into_primitive().tensor();
         let prim1 = |t: &Tensor<B, 1>| t.clone().into_primitive().tensor();
