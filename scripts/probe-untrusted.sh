@@ -69,10 +69,20 @@ os.remove(f"{work}/landmarks_model/manifest.json")
 h = "{'descr': '<f4', 'fortran_order': False, 'shape': (2147483647, 0, 3), }"
 h = h + " " * (117 - len(h) - 1) + "\n"
 open(f"{work}/zero.npy", "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode())
+# .npy version 3 whose header declares 2 GB (12 bytes in all).
+open(f"{work}/header.npy", "wb").write(b"\x93NUMPY\x03\x00" + struct.pack("<I", 2_000_000_000))
+# A card of a transformer whose positional table covers 65,536 frames.
+c = json.load(open(card))
+c["model"] = {"kind": "transformer", "dim": 16, "layers": 1, "heads": 2, "ff_dim": 16, "max_frames": 65536}
+shutil.copytree(os.path.dirname(card), f"{work}/positions_model")
+open(f"{work}/positions_model/model.json", "w").write(json.dumps(c))
+os.remove(f"{work}/positions_model/manifest.json")
 PY
 for f in int64 broadcast deep; do
   probe "import-torch $f.pt" "$bin/infer" import-torch --weights "$work/$f.pt" --card "$work/tiny_card/model.json" --out "$work/imported-$f"
 done
 probe "predict a .npy of shape (2147483647, 0, 3)" "$bin/infer" predict --device cpu --model "$model" --input "$work/zero.npy"
+probe "predict a 12-byte .npy whose header declares 2 GB" "$bin/infer" predict --device cpu --model "$model" --input "$work/header.npy"
+probe "predict with a card of a transformer over 65,536 frames" "$bin/infer" predict --device cpu --model "$work/positions_model" --input "$sample"
 probe "predict with a card selecting landmarks 0-2000000" "$bin/infer" predict --device cpu --model "$work/landmarks_model" --input "$sample"
 probe "stream a 1.5 GB line without a newline" bash -c "head -c 1500000000 /dev/zero | tr '\\0' a | '$bin/infer' stream --device cpu --model '$model' --input -"
