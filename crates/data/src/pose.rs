@@ -123,7 +123,9 @@ pub fn decode(bytes: &[u8]) -> std::result::Result<PoseFile, String> {
     }
     let dimensions = [r.u16("the width")?, r.u16("the height")?, r.u16("the depth")?];
     let count = r.u16("the component count")? as usize;
-    let mut components = Vec::with_capacity(count);
+    // Not `with_capacity(count)`: the count is the file's word, the components it promises may
+    // not be there (65,535 of them would reserve 7.5 MiB for a file of a few bytes).
+    let mut components = Vec::new();
     for c in 0..count {
         let name = r.str(&format!("component {c}'s name"))?;
         let format = r.str(&format!("component `{name}`'s point format"))?;
