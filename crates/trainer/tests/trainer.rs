@@ -1977,8 +1977,8 @@ fn pytorch_targets(dir: &Path) -> Vec<Target<'static>> {
 #[test]
 fn fuzz_formats() {
     let tmp = tempfile::tempdir().unwrap();
-    let full = run(smoke(tmp.path(), &[]), RunOptions { run_dir: Some(tmp.path().join("run")), ..Default::default() })
-        .unwrap();
+    let cfg = smoke(tmp.path(), &[]);
+    let full = run(cfg.clone(), RunOptions { run_dir: Some(tmp.path().join("run")), ..Default::default() }).unwrap();
     let run_dir = full.run_dir;
     let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
     let synth_csv = find_file(&tmp.path().join("synth"), "train.csv");
@@ -2003,8 +2003,9 @@ fn fuzz_formats() {
         }
     }
     let ckpt = place("checkpoint");
-    std::fs::copy(trainer::checkpoint::list(&run_dir).pop().unwrap().1.join("state.json"), ckpt.join("state.json"))
-        .unwrap();
+    let last_checkpoint = trainer::checkpoint::list(&run_dir).pop().unwrap().1;
+    std::fs::copy(last_checkpoint.join("state.json"), ckpt.join("state.json")).unwrap();
+    let optim_file = place("optim").join(bundle::layout::OPTIM_FILE);
     let npy = place("npy").join("seq.npy");
     let values: Vec<f32> = (0..12 * 30).map(|i| i as f32 * 0.01).collect();
     data::npy::write_npy(&npy, &[12, 30], &values).unwrap();
@@ -2068,6 +2069,16 @@ fn fuzz_formats() {
             read: Box::new(|| {
                 let model = card.model.init::<device::Backend>(card.input_features, card.labels.len(), &dev);
                 bundle::weights::load_weights(model, &fuzz.join("weights"), &dev).map(|_| ()).map_err(|e| text(&e))
+            }),
+        },
+        Target {
+            name: "optimizer state (optim.mpk)",
+            valid: std::fs::read(last_checkpoint.join(bundle::layout::OPTIM_FILE)).unwrap(),
+            path: optim_file.clone(),
+            read: Box::new(|| {
+                let model = cfg.model.init::<trainer::TrainBackend>(card.input_features, card.labels.len(), &dev);
+                let optim = trainer::optim::Optim::new(&cfg.optimizer);
+                optim.load(&optim_file, &model, &dev).map(|_| ()).map_err(|e| text(&e))
             }),
         },
         Target {
