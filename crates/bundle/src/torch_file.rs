@@ -3,7 +3,8 @@
 //!
 //! [`TorchFile::open`] parses the pickle with [`crate::pickle`] (bounded) and finds the state
 //! dict's tensors without reading any data; [`TorchFile::read_f32`] reads one tensor of the shape
-//! its caller expects, with every index checked against the storage the file holds. Nothing is allocated beyond what the pickle's own bytes or the checked tensor need.
+//! its caller expects, with every index checked against the storage the file holds. Nothing is
+//! allocated beyond what the pickle's own bytes or the checked tensor need.
 
 use std::collections::BTreeMap;
 use std::fs::File;
