@@ -374,7 +374,8 @@ fn main() -> ExitCode {
     if let Some(w) = &device::runtime::configure(None, None).warning {
         w.lines().for_each(|line| eprintln!("warning: {line}"));
     }
-    // Burn's panics on a damaged weights file become errors naming the file: no panic trace.
+    // Third-party decoders' panics on a damaged file (Burn's weights, parquet pages) become errors
+    // naming the file (`data::guard`): no panic trace.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         if !data::guard::decoding() {

@@ -294,8 +294,9 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     // Device faults are panics in Burn 0.21; the trainer recovers from them or reports them as
-    // errors, so they get no panic trace; nor do Burn's panics on a damaged weights file, which
-    // become errors naming the file. Any other panic is a bug and keeps the default report.
+    // errors, so they get no panic trace; nor do third-party decoders' panics on a damaged file
+    // (Burn's weights, parquet pages), which `data::guard` turns into errors naming the file. Any
+    // other panic is a bug and keeps the default report.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let message = trainer::fault::panic_message(info.payload());
