@@ -447,11 +447,7 @@ fn adam_state(rec: AdaptorRecordV1<AdamW, InnerBackend>) -> Option<((usize, T1, 
         let m = s.momentum;
         let shape = m.moment_1.dims().to_vec();
         // Each moment flattened by its own size (a damaged file may disagree; checked later).
-        let flat = |t: Tensor<InnerBackend, D>| {
-            let n = t.shape().num_elements();
-            t.reshape([n])
-        };
-        ((m.time, flat(m.moment_1), flat(m.moment_2)), shape)
+        ((m.time, flatten(m.moment_1), flatten(m.moment_2)), shape)
     }
     Some(match rec {
         AdaptorRecordV1::Rank1(s) => flat(s),
@@ -460,6 +456,18 @@ fn adam_state(rec: AdaptorRecordV1<AdamW, InnerBackend>) -> Option<((usize, T1, 
         AdaptorRecordV1::Rank4(s) => flat(s),
         _ => return None,
     })
+}
+
+/// `t` as one axis. Burn's `reshape` reads a 0 in the target shape as "keep that axis", so a
+/// tensor without elements (a damaged file's `[16, 0]`) becomes an empty tensor instead of a
+/// panic; its length then fails the shape check, which names the file and the parameter.
+fn flatten<const D: usize>(t: Tensor<InnerBackend, D>) -> T1 {
+    let n = t.shape().num_elements();
+    if n == 0 {
+        T1::empty([0], &t.device())
+    } else {
+        t.reshape([n])
+    }
 }
 
 /// SGD's velocity flattened with its shape (`Some(None)`: SGD without momentum keeps none).
@@ -472,8 +480,7 @@ fn sgd_velocity(
         let item: MomentumStateItem<InnerBackend, D, FullPrecisionSettings> = s.momentum?.into_item();
         let velocity = Tensor::<InnerBackend, D>::from_item(item.velocity, device);
         let shape = velocity.dims().to_vec();
-        let n = shape.iter().product::<usize>();
-        Some((velocity.reshape([n]), shape))
+        Some((flatten(velocity), shape))
     }
     Some(match rec {
         AdaptorRecordV1::Rank1(s) => flat(s, device),

@@ -1224,6 +1224,45 @@ fn the_device_scale_follows_the_host_scalers_rules() {
 /// device), with a skipped step, a parameter without a gradient, weights changed between
 /// steps, a save and load of its state, and a load of the state Burn's own optimizer wrote (the
 /// format of checkpoints written before).
+/// An optimizer state whose moments hold no elements (a damaged file's `[rows, 0]`) is an error
+/// naming the file and the parameter, not a panic in Burn's reshape (which reads a 0 in a target
+/// shape as "keep that axis").
+#[test]
+fn optimizer_state_without_elements_is_an_error_naming_the_parameter() {
+    use burn::module::{Module, ModuleVisitor, Param, ParamId};
+    use burn::optim::record::{AdaptorRecord, AdaptorRecordV1};
+    use burn::optim::{AdamW, AdamWState, AdaptiveMomentumState};
+    use burn::tensor::Tensor;
+    use trainer::{InnerBackend, TrainBackend};
+    /// The first matrix parameter's id and shape.
+    struct FirstMatrix(Option<(ParamId, Vec<usize>)>);
+    impl ModuleVisitor<TrainBackend> for FirstMatrix {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<TrainBackend, D>>) {
+            if self.0.is_none() && D == 2 {
+                self.0 = Some((param.id, param.val().dims().to_vec()));
+            }
+        }
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = smoke(tmp.path(), &[]);
+    let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
+    let _turn = trainer::run_lock();
+    let model = cfg.model.init::<TrainBackend>(12, 3, &dev);
+    let mut first = FirstMatrix(None);
+    model.visit(&mut first);
+    let (id, dims) = first.0.unwrap();
+    let empty = Tensor::<InnerBackend, 2>::zeros([dims[0], 0], &dev);
+    let state = AdamWState { momentum: AdaptiveMomentumState::new(1, empty.clone(), empty) };
+    let mut record = hashbrown::HashMap::new();
+    record.insert(id, AdaptorRecord::<AdamW, TrainBackend>::V1(AdaptorRecordV1::Rank2(state)));
+    let path = tmp.path().join("optim.mpk");
+    bundle::weights::write_record::<TrainBackend, _>(record, &path).unwrap();
+    let e = trainer::optim::Optim::new(&cfg.optimizer).load(&path, &model, &dev).unwrap_err().to_string();
+    let want =
+        format!("the optimizer state of parameter {id} has shape [{}, 0]; the model's parameter is {dims:?}", dims[0]);
+    assert!(e.contains(&want) && e.contains(&*path.to_string_lossy()), "{e}");
+}
+
 #[test]
 fn the_optimizer_takes_the_steps_of_burns_adamw_and_sgd() {
     use burn::module::{AutodiffModule, Module};
@@ -2015,6 +2054,16 @@ fn fuzz_formats() {
         data::npy::write_npy(&npy_ds.join(format!("{f}.npy")), &[12, 30], &values).unwrap();
     }
     let labels_csv = "file,label,group\na.npy,hello,s1\nb.npy,thanks,s1\nc.npy,hello,s2\nd.npy,thanks,s2\n";
+    // A continuous npy-layout dataset whose gloss vocabulary is fuzzed.
+    let gloss_ds = place("gloss-dataset");
+    for f in ["a", "b"] {
+        data::npy::write_npy(&gloss_ds.join(format!("{f}.npy")), &[12, 30], &values).unwrap();
+    }
+    std::fs::write(gloss_ds.join("labels.csv"), "file,tokens,group\na.npy,HELLO YOU,s1\nb.npy,THANKS,s2\n").unwrap();
+    let glosses = "# glosses\nHELLO\nYOU\nTHANKS\n";
+    // An ASL Fingerspelling layout whose train.csv and character map are fuzzed.
+    let spelling = place("fingerspelling");
+    write_fingerspelling(&spelling);
     let cfg_path = place("config").join("exp.toml");
     let card = bundle::card::read_card(&bundle_dir).unwrap();
 
@@ -2045,6 +2094,24 @@ fn fuzz_formats() {
             valid: labels_csv.as_bytes().to_vec(),
             path: npy_ds.join("labels.csv"),
             read: Box::new(|| data::index::open(&npy_ds).map(|_| ()).map_err(|e| text(&e))),
+        },
+        Target {
+            name: "fingerspelling train.csv",
+            valid: std::fs::read(spelling.join("train.csv")).unwrap(),
+            path: spelling.join("train.csv"),
+            read: Box::new(|| data::index::open(&spelling).map(|_| ()).map_err(|e| text(&e))),
+        },
+        Target {
+            name: "character map (fingerspelling)",
+            valid: std::fs::read(spelling.join(data::index::CHARACTER_MAP)).unwrap(),
+            path: spelling.join(data::index::CHARACTER_MAP),
+            read: Box::new(|| data::index::open(&spelling).map(|_| ()).map_err(|e| text(&e))),
+        },
+        Target {
+            name: "gloss vocabulary.txt",
+            valid: glosses.as_bytes().to_vec(),
+            path: gloss_ds.join(data::index::GLOSS_LIST),
+            read: Box::new(|| data::index::open(&gloss_ds).map(|_| ()).map_err(|e| text(&e))),
         },
         Target {
             name: "label map",
@@ -2189,6 +2256,8 @@ fn fuzz_formats() {
                 ));
             }
         }
+        // The valid file back: targets may share a dataset.
+        std::fs::write(&target.path, &target.valid).unwrap();
         report.push(format!(
             "{}: {per_format} inputs, {errors} errors, slowest {:.1} ms, largest allocation {:.1} MiB",
             target.name,
