@@ -9,10 +9,22 @@ use burn::tensor::{Bool, DType, Distribution, FloatDType, Tensor};
 
 use crate::kernels::Kernels;
 
-/// A boolean mask as 0/1 floats in `dtype`, so it can meet half-precision activations (Burn has
-/// no autocast: mixing f32 and f16 operands panics).
-pub fn mask_to<B: Backend, const D: usize>(mask: Tensor<B, D, Bool>, dtype: DType) -> Tensor<B, D> {
-    mask.cast(FloatDType::from(dtype))
+/// `on` where `mask` is true and `off` elsewhere, as floats in `dtype` (so they can meet
+/// half-precision activations: Burn has no autocast, and mixing f32 and f16 operands panics).
+///
+/// Built from zeros and a masked fill, both fusion ops, so on GPU-class backends it joins the
+/// element-wise ops around it in one kernel. A bool-to-float cast or a `bool_not` is no fusion op
+/// in Burn 0.21: it runs as a kernel of its own, and so does every op queued after it in the same
+/// block (one launch each). `Tensor::full` is no better under autodiff: it uploads the filled data.
+pub fn mask_values<B: Backend, const D: usize>(
+    mask: Tensor<B, D, Bool>,
+    on: f64,
+    off: f64,
+    dtype: DType,
+) -> Tensor<B, D> {
+    let zeros = Tensor::zeros(mask.shape(), (&mask.device(), dtype));
+    let base = if off == 0.0 { zeros } else { zeros.add_scalar(off) };
+    base.mask_fill(mask, on)
 }
 
 /// A `Linear` applied to the rows of `x` through [`Kernels::dense`] (on the host: no
@@ -52,10 +64,11 @@ impl<B: Backend> FrameMask<B> {
     /// The forms of `pad_mask` (`[batch, time]`, true = pad) in the activations' `dtype`.
     pub fn new(pad_mask: Tensor<B, 2, Bool>, dtype: DType) -> Self {
         let [b, t] = pad_mask.dims();
-        let valid = mask_to(pad_mask.clone().bool_not(), dtype); // [B, T]
-        let count = valid.clone().sum_dim(1).clamp_min(1.0); // [B, 1]
+        let valid = mask_values(pad_mask, 0.0, 1.0, dtype); // [B, T]
+        let count = valid.clone().sum_dim(1).clamp_min(1.0);
+        // [B, T]: -1e4 on padded frames, from `valid` rather than the mask (fused with the division).
+        let key_bias = valid.clone().sub_scalar(1.0).mul_scalar(1e4);
         let mean_weights = (valid / count).reshape([b, 1, t]);
-        let key_bias = mask_to(pad_mask, dtype).mul_scalar(-1e4);
         Self { mean_weights, key_bias }
     }
 

@@ -20,7 +20,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Tensor};
 use serde::{Deserialize, Serialize};
 
-use crate::common::{linear_rows, mask_to, masked_mean};
+use crate::common::{linear_rows, mask_values, masked_mean};
 
 /// The transformer baseline's sizes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -106,7 +106,7 @@ impl<B: Kernels> SignTransformer<B> {
         let mut h = h + table;
         // Padded keys get a -1e4 bias before the softmax (Burn's encoder fills them with -1e4):
         // their weight is exp(-1e4) = 0 in every float type.
-        let key_bias = mask_to(pad_mask.clone(), h.dtype()).mul_scalar(-1e4);
+        let key_bias = mask_values(pad_mask.clone(), -1e4, 0.0, h.dtype());
         for layer in &self.encoder.layers {
             h = encoder_layer(layer, h, key_bias.clone());
         }

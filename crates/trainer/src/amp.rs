@@ -105,7 +105,9 @@ impl DeviceScale {
         let backed_off = self.scale.clone().mul_scalar(cfg.backoff_factor).clamp_min(cfg.min_scale);
         let finite_scale = self.scale.clone().mask_where(grow.clone(), grown);
         self.scale = backed_off.mask_where(applied.clone(), finite_scale);
-        self.good_steps = good.mask_fill(grow, 0.0).mask_fill(applied.bool_not(), 0.0);
+        // Zero where the scale grew or the step was dropped (no `bool_not`: it would not fuse).
+        let kept = good.mask_fill(grow, 0.0);
+        self.good_steps = kept.zeros_like().mask_where(applied, kept);
     }
 }
 

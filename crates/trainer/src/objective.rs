@@ -8,9 +8,10 @@
 //!   whole target sequence.
 
 use burn::nn::loss::{CrossEntropyLoss, CrossEntropyLossConfig};
-use burn::tensor::{Tensor, TensorData};
+use burn::tensor::{DType, Tensor, TensorData};
 use data::loader::SignBatch;
 use data::tokens::BLANK;
+use models::common::mask_values;
 use models::ctc::{ctc_loss_with_log_probs, Reduction};
 use models::precision::ComputeModel;
 use models::Task;
@@ -53,8 +54,8 @@ impl Objective {
                 let n = batch.labels.dims()[0];
                 let logits = compute.forward(batch.inputs, batch.pad_mask);
                 let loss = loss_fn.forward(logits.clone(), batch.labels.clone());
-                let correct = logits.argmax(1).reshape([n]).equal(batch.labels).int().sum();
-                (loss, correct.inner().float())
+                let hits = logits.argmax(1).reshape([n]).equal(batch.labels).inner();
+                (loss, mask_values(hits, 1.0, 0.0, DType::F32).sum())
             }
             Self::Ctc => {
                 let device = batch.inputs.device();

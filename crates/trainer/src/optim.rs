@@ -21,7 +21,8 @@ use burn::optim::momentum::{MomentumState, MomentumStateItem};
 use burn::optim::record::{AdaptorRecord, AdaptorRecordV1};
 use burn::optim::{AdamW, AdamWState, AdaptiveMomentumState, GradientsParams, Sgd, SgdState};
 use burn::record::{FullPrecisionSettings, Record};
-use burn::tensor::{Bool, Tensor, TensorPrimitive};
+use burn::tensor::{Bool, DType, Tensor, TensorPrimitive};
+use models::common::mask_values;
 use models::SignModel;
 
 use crate::config::{OptimizerConfig, OptimizerKind};
@@ -232,7 +233,7 @@ impl Optim {
         // own skip is added for the steps after it. The same ops every step: compiled once.
         let skips = keep.as_ref().map(|k| {
             let before = self.unsettled_skips.take().unwrap_or_else(|| Tensor::zeros([1], &k.device()));
-            let now = before.clone() + k.clone().float().neg().add_scalar(1.0);
+            let now = before.clone() + mask_values(k.clone(), 0.0, 1.0, DType::F32);
             self.unsettled_skips = Some(now);
             before
         });

@@ -421,8 +421,9 @@ fn queue_gradients(
         let grad_norm = scale.unscale(norm2.clone().sqrt());
         let factor = if clip > 0.0 {
             // 1 where the norm is within the limit, clip / (norm + 1e-6) where it is above.
-            let over = grad_norm.clone().greater_elem(clip).float();
-            grad_norm.add_scalar(1e-6).recip().mul_scalar(clip).sub_scalar(1.0).mul(over).add_scalar(1.0)
+            let over = grad_norm.clone().greater_elem(clip);
+            let clipped = grad_norm.add_scalar(1e-6).recip().mul_scalar(clip);
+            Tensor::ones([1], device).mask_where(over, clipped)
         } else {
             Tensor::ones([1], device)
         };

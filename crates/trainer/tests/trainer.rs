@@ -1046,7 +1046,7 @@ fn bench_times_every_phase_of_the_configured_model() {
 /// `trainer bench --count` reports them on WGPU; the counts do not depend on the adapter (the
 /// figures and the reference model's are in docs/PERFORMANCE.md). Lower these when the step
 /// gets leaner; a change that raises them must say why.
-const MAX_LAUNCHES_PER_STEP: f64 = 180.0;
+const MAX_LAUNCHES_PER_STEP: f64 = 140.0;
 const MAX_HOST_WAITS_PER_STEP: f64 = 0.0;
 
 #[test]
@@ -1086,6 +1086,9 @@ fn a_training_step_on_wgpu_launches_a_bounded_number_of_kernels_and_waits_a_boun
     assert!(f("host_waits_per_step") <= MAX_HOST_WAITS_PER_STEP, "{r}");
     // The step runs SignFlow's CubeCL kernels (crates/cube), not their reference tensor ops.
     let names = r["kernels"].to_string();
+    // No bool-to-float cast: Burn's fusion cannot join one, and the ops queued after it then
+    // run one kernel each (`models::common::mask_values` builds masks from fusion ops instead).
+    assert!(!names.contains("BoolCastKernel"), "{names}");
     let ours = [
         "DwconvTapsKernel",
         "DwconvWeightGradKernel",
