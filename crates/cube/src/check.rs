@@ -80,15 +80,15 @@ fn expect(kernel: &str, got: Option<burn_dispatch::DispatchTensor>, want: &[f32]
 fn self_test(device: &DispatchDevice, dtype: DType) -> Result<(), String> {
     // Causal depthwise conv of ones, batch 2 x 4 frames x 40 channels (two channel blocks),
     // 3 taps: y = min(t + 1, 3); with a gradient of ones, dx = min(4 - t, 3) and
-    // dw[j] = 2 x (4 - 3 + 1 + j) = 4, 6, 8.
+    // dw[c, j] = 2 x (4 - 3 + 1 + j) = 4, 6, 8.
     let (b, t, c, k) = (2, 4, 40, 3);
     let x = tensor(vec![1.0; b * t * c], [b, t, c], device, dtype);
-    let w = tensor(vec![1.0; k * c], [k, c], device, dtype);
+    let w = tensor(vec![1.0; c * k], [c, k], device, dtype);
     let per_frame = |f: &dyn Fn(usize) -> f32| (0..b * t * c).map(|i| f((i / c) % t)).collect::<Vec<f32>>();
     expect("dwconv", crate::causal_dwconv(&prim(&x), &prim(&w)), &per_frame(&|t| (t + 1).min(k) as f32))?;
     let (gx, gw) = crate::causal_dwconv_backward(&prim(&x), &prim(&w), &prim(&x)).unzip();
     expect("dwconv input gradient", gx, &per_frame(&|f| (t - f).min(k) as f32))?;
-    let want_gw: Vec<f32> = (0..k * c).map(|i| (b * (t - k + 1 + i / c)) as f32).collect();
+    let want_gw: Vec<f32> = (0..c * k).map(|i| (b * (t - k + 1 + i % k)) as f32).collect();
     expect("dwconv weight gradient", gw, &want_gw)?;
 
     // BatchNorm over 8 rows alternating 0 and 1: mean 0.5, variance 0.25. With a gradient of

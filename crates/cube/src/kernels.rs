@@ -51,8 +51,8 @@ fn row_lanes<R: CubeRuntime>(client: &cubecl::client::ComputeClient<R>) -> u32 {
 }
 
 /// The depthwise conv's taps over time for each output element of a contiguous `[B, T, C]`
-/// output, with `s = K - 1 - j`: causal, `out[b, t, c] = sum_j w[j, c] * input[b, t - s, c]`
-/// (the forward pass); anti-causal, `out[b, t, c] = sum_j w[j, c] * input[b, t + s, c]` (the
+/// output, with `s = K - 1 - j`: causal, `out[b, t, c] = sum_j w[c, j] * input[b, t - s, c]`
+/// (the forward pass); anti-causal, `out[b, t, c] = sum_j w[c, j] * input[b, t + s, c]` (the
 /// input gradient, from the output gradient). Frames outside the sequence count as zero.
 #[cube(launch)]
 fn dwconv_taps_kernel<F: Float>(
@@ -68,7 +68,7 @@ fn dwconv_taps_kernel<F: Float>(
     }
     let channels = out.shape(2);
     let frames = out.shape(1);
-    let taps = w.shape(0);
+    let taps = w.shape(1);
     let c = ABSOLUTE_POS % channels;
     let t = (ABSOLUTE_POS / channels) % frames;
     let b = ABSOLUTE_POS / (channels * frames);
@@ -76,7 +76,7 @@ fn dwconv_taps_kernel<F: Float>(
     let mut acc = 0.0f32;
     for j in 0..taps {
         let shift = taps - 1 - j;
-        let wv = f32::cast_from(w[j * w.stride(0) + c * w.stride(1)]);
+        let wv = f32::cast_from(w[c * w.stride(0) + j * w.stride(1)]);
         if anti_causal {
             if t + shift < frames {
                 acc += wv * f32::cast_from(input[base + (t + shift) * input.stride(1)]);
@@ -108,7 +108,7 @@ fn lane_sum(partial: &SharedMemory<f32>, base: usize, col: usize) -> f32 {
     total
 }
 
-/// `gw[j, c] = sum over b, t of x[b, t + j + 1 - K, c] * g[b, t, c]`: one cube per
+/// `gw[c, j] = sum over b, t of x[b, t + j + 1 - K, c] * g[b, t, c]`: one cube per
 /// (channel block, tap), its row lanes summing strided rows, then added in shared memory.
 #[cube(launch)]
 fn dwconv_weight_grad_kernel<F: Float>(
@@ -122,7 +122,7 @@ fn dwconv_weight_grad_kernel<F: Float>(
     let channels = x.shape(2);
     let frames = x.shape(1);
     let rows = x.shape(0) * frames;
-    let taps = gw.shape(0);
+    let taps = gw.shape(1);
     let (width, lanes) = (CUBE_DIM_X as usize, CUBE_DIM_Y as usize);
     let (c, lane, col) = reduction_unit();
     let j = CUBE_POS_Y as usize;
@@ -144,7 +144,7 @@ fn dwconv_weight_grad_kernel<F: Float>(
     partial[lane * width + col] = acc;
     sync_cube();
     if lane == 0 && c < channels {
-        gw[j * channels + c] = F::cast_from(lane_sum(&partial, 0, col));
+        gw[c * taps + j] = F::cast_from(lane_sum(&partial, 0, col));
     }
 }
 
@@ -1288,7 +1288,7 @@ fn storage(dtype: DType) -> StorageType {
     dtype.into()
 }
 
-/// Causal depthwise convolution: `x [B, T, C]`, `w [K, C]` -> `[B, T, C]`.
+/// Causal depthwise convolution: `x [B, T, C]`, `w [C, K]` -> `[B, T, C]`.
 pub(crate) fn causal_dwconv<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, _: &()) -> Vec<CubeTensor<R>> {
     let [x, w] = take(inputs);
     let y = empty(&x, Shape::new(dims::<R, 3>(&x)));
@@ -1313,10 +1313,10 @@ pub(crate) fn causal_dwconv<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, _: &()) 
 pub(crate) fn causal_dwconv_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, _: &()) -> Vec<CubeTensor<R>> {
     let [x, w, g] = take(inputs);
     let [_, _, channels] = dims::<R, 3>(&x);
-    let [taps, _] = dims::<R, 2>(&w);
+    let [_, taps] = dims::<R, 2>(&w);
     let dtype = storage(x.dtype);
     let gx = empty(&x, Shape::new(dims::<R, 3>(&x)));
-    let gw = empty(&x, Shape::new([taps, channels]));
+    let gw = empty(&x, Shape::new([channels, taps]));
     let (count, cube_dim) = elementwise(&gx);
     dwconv_taps_kernel::launch::<R>(
         &gx.client,

@@ -66,7 +66,7 @@ pub fn available(x: &DispatchTensor) -> bool {
     props_ok && check::verdict(&device, dtype).is_ok()
 }
 
-/// Causal depthwise convolution, `x [B, T, C]` and `w [K, C]` -> `[B, T, C]` (see
+/// Causal depthwise convolution, `x [B, T, C]` and `w [C, K]` -> `[B, T, C]` (see
 /// `models::kernels::Kernels::causal_dwconv`).
 pub fn causal_dwconv(x: &DispatchTensor, w: &DispatchTensor) -> Option<DispatchTensor> {
     let op = Op {

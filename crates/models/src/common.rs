@@ -254,10 +254,10 @@ impl<B: Kernels> CausalDepthwiseConv<B> {
         Self { conv, kernel }
     }
 
-    /// The kernel as `[kernel, channels]`.
+    /// The kernel as `[channels, kernel]` (the weight without its middle axis: no copy).
     pub fn taps(&self) -> Tensor<B, 2> {
         let [c, _, k] = self.conv.weight.dims();
-        self.conv.weight.val().reshape([c, k]).swap_dims(0, 1)
+        self.conv.weight.val().reshape([c, k])
     }
 
     /// # Shapes

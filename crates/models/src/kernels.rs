@@ -1,7 +1,7 @@
 //! Project-side kernels for the ops where Burn 0.21's own formulation is the bottleneck on the CPU
 //! (see docs/PERFORMANCE.md for the measurements behind each one):
 //!
-//! - causal depthwise convolution, channels-last (`[B, T, C]`, kernel `[K, C]`): Burn's `conv1d`
+//! - causal depthwise convolution, channels-last (`[B, T, C]`, kernel `[C, K]`): Burn's `conv1d`
 //!   needs channels-first, so the transposes around it went through the CPU backend's strided
 //!   copy, and its backward runs a generic transposed convolution;
 //! - channel normalization in training mode (BatchNorm over the rows of `[N, C]`): Burn's
@@ -50,11 +50,13 @@ pub trait Kernels: Backend {
         None
     }
 
-    /// Causal depthwise convolution: `y[b, t, c] = sum_k w[k, c] * x[b, t - K + 1 + k, c]`
-    /// (frames before the start are zero).
+    /// Causal depthwise convolution: `y[b, t, c] = sum_k w[c, k] * x[b, t - K + 1 + k, c]`
+    /// (frames before the start are zero). `w` is in the parameter's own layout (a depthwise
+    /// `Conv1d`'s `[channels, 1, kernel]` without its middle axis), so its gradient is too and
+    /// the optimizer reads it without a copy.
     ///
     /// # Shapes
-    /// - x: `[batch, time, channels]`, w: `[kernel, channels]` -> `[batch, time, channels]`
+    /// - x: `[batch, time, channels]`, w: `[channels, kernel]` -> `[batch, time, channels]`
     fn causal_dwconv(x: FloatTensor<Self>, w: FloatTensor<Self>) -> FloatTensor<Self> {
         portable::causal_dwconv::<Self>(x, w)
     }
@@ -452,8 +454,10 @@ mod portable {
     pub(super) fn causal_dwconv<B: Kernels>(x: FloatTensor<B>, w: FloatTensor<B>) -> FloatTensor<B> {
         let (x, w) = (wrap::<B, 3>(x), wrap::<B, 2>(w));
         if host_ok(&x) && host_ok(&w) {
-            let ([b, t, c], k, device) = (x.dims(), w.dims()[0], x.device());
-            let out = host::dwconv_forward(host_data(x).f32(), host_data(w).f32(), b, t, c, k);
+            let ([b, t, c], k, device) = (x.dims(), w.dims()[1], x.device());
+            // The host loops take the taps as [K, C] rows (one multiply-add per tap and frame).
+            let taps = host::transpose_blocks(host_data(w).f32(), 1, c, k);
+            let out = host::dwconv_forward(host_data(x).f32(), &taps, b, t, c, k);
             return host_tensor::<B, _>(out, [b, t, c], &device);
         }
         unwrap(reference::causal_dwconv(x, w))
@@ -466,10 +470,11 @@ mod portable {
     ) -> (FloatTensor<B>, FloatTensor<B>) {
         let (x, w, g) = (wrap::<B, 3>(x), wrap::<B, 2>(w), wrap::<B, 3>(grad));
         if host_ok(&x) && host_ok(&w) && host_ok(&g) {
-            let ([b, t, c], k, device) = (x.dims(), w.dims()[0], x.device());
-            let (xd, wd, gd) = (host_data(x), host_data(w), host_data(g));
-            let (gx, gw) = host::dwconv_backward(xd.f32(), wd.f32(), gd.f32(), b, t, c, k);
-            return (host_tensor::<B, _>(gx, [b, t, c], &device), host_tensor::<B, _>(gw, [k, c], &device));
+            let ([b, t, c], k, device) = (x.dims(), w.dims()[1], x.device());
+            let (xd, wd, gd) = (host_data(x), host::transpose_blocks(host_data(w).f32(), 1, c, k), host_data(g));
+            let (gx, gw) = host::dwconv_backward(xd.f32(), &wd, gd.f32(), b, t, c, k);
+            let gw = host::transpose_blocks(&gw, 1, k, c);
+            return (host_tensor::<B, _>(gx, [b, t, c], &device), host_tensor::<B, _>(gw, [c, k], &device));
         }
         let (gx, gw) = reference::causal_dwconv_backward(x, w, g);
         (unwrap(gx), unwrap(gw))
@@ -1297,16 +1302,16 @@ pub mod reference {
     /// Channels-first Burn `conv1d` with groups = channels, zero-padded on the left.
     pub fn causal_dwconv<B: Backend>(x: Tensor<B, 3>, w: Tensor<B, 2>) -> Tensor<B, 3> {
         let [b, _, c] = x.dims();
-        let k = w.dims()[0];
+        let k = w.dims()[1];
         let x = x.swap_dims(1, 2);
         let left = Tensor::zeros([b, c, k - 1], (&x.device(), x.dtype()));
         let x = Tensor::cat(vec![left, x], 2);
-        let weight = w.swap_dims(0, 1).reshape([c, 1, k]);
+        let weight = w.reshape([c, 1, k]);
         conv1d(x, weight, None, ConvOptions::new([1], [0], [1], c)).swap_dims(1, 2)
     }
 
     /// Closed-form gradients of [`causal_dwconv`]: `dx` is the anti-causal convolution of the
-    /// output gradient with the flipped kernel; `dw[j, c] = sum over b, t of x[b, t + j - k + 1, c]
+    /// output gradient with the flipped kernel; `dw[c, j] = sum over b, t of x[b, t + j - k + 1, c]
     /// x grad[b, t, c]`, computed as ONE convolution of the left-padded input with `B x C` groups
     /// whose kernels are the output gradients, then a sum over the batch (a handful of kernels
     /// on GPU backends, where a loop over the taps launched about four per tap).
@@ -1316,17 +1321,17 @@ pub mod reference {
         grad: Tensor<B, 3>,
     ) -> (Tensor<B, 3>, Tensor<B, 2>) {
         let [b, t, c] = x.dims();
-        let k = w.dims()[0];
+        let k = w.dims()[1];
         let g = grad.swap_dims(1, 2); // [B, C, T]
         let right = Tensor::zeros([b, c, k - 1], (&g.device(), g.dtype()));
         let g_pad = Tensor::cat(vec![g.clone(), right], 2);
-        let flipped = w.flip([0]).swap_dims(0, 1).reshape([c, 1, k]);
+        let flipped = w.flip([1]).reshape([c, 1, k]);
         let gx = conv1d(g_pad, flipped, None, ConvOptions::new([1], [0], [1], c)).swap_dims(1, 2);
         let left = Tensor::zeros([b, c, k - 1], (&x.device(), x.dtype()));
         let x_pad = Tensor::cat(vec![left, x.swap_dims(1, 2)], 2).reshape([1, b * c, t + k - 1]);
         let kernels = g.reshape([b * c, 1, t]);
         let per_sample = conv1d(x_pad, kernels, None, ConvOptions::new([1], [0], [1], b * c)); // [1, B*C, k]
-        let gw = per_sample.reshape([b, c, k]).sum_dim(0).reshape([c, k]).swap_dims(0, 1);
+        let gw = per_sample.reshape([b, c, k]).sum_dim(0).reshape([c, k]);
         (gx, gw)
     }
 

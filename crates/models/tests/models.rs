@@ -337,7 +337,7 @@ fn causal_dwconv_kernel_matches_burn_conv1d_forward_and_backward() {
     // Shapes: batch 1 (streaming), a sequence shorter than the kernel, the reference block size.
     for [b, t, c, k] in [[1, 9, 5, 3], [3, 4, 8, 7], [2, 64, 384, 17]] {
         let x = rand_ad([b, t, c]);
-        let w = rand_ad([k, c]);
+        let w = rand_ad([c, k]);
         let ours = ops::causal_dwconv(x.clone(), w.clone());
         let g1 = probe(ours.clone(), [b, t, c]).backward();
         let (x2, w2) = (x.clone().detach().require_grad(), w.clone().detach().require_grad());
@@ -1074,7 +1074,7 @@ mod slow {
                 let name = format!("{dtype:?} b{b} t{t} c{c} k{k}");
                 // x arrives transposed (strided) in one case, as the block's activations may.
                 let x = if c == 40 { rand([b, c, t], 1).swap_dims(1, 2) } else { rand([b, t, c], 1) }.cast(dtype);
-                let w = rand([1, k, c], 2).reshape([k, c]).cast(dtype);
+                let w = rand([1, c, k], 2).reshape([c, k]).cast(dtype);
                 let g = rand([b, t, c], 3).cast(dtype);
                 let y = wrap3(cube::causal_dwconv(&prim(&x), &prim2(&w)).expect("dwconv runs on WGPU"));
                 close(
