@@ -347,9 +347,12 @@ pub fn compute_gradients(
         None if passes > 1 => accumulator.grads(),
         None => GradientsParams::new(),
     };
-    let zero = || Tensor::<InnerBackend, 1>::zeros([1], device);
-    let loss = if losses.is_empty() { zero() } else { Tensor::cat(losses, 0).sum() };
-    let correct = if corrects.is_empty() { zero() } else { Tensor::cat(corrects, 0).sum() };
+    // Added in order rather than concatenated and summed: one micro-batch costs no launch (a
+    // concatenation and a sum of `[1]` tensors cost three on GPU-class devices).
+    let total = |parts: Vec<Tensor<InnerBackend, 1>>| {
+        parts.into_iter().reduce(|a, b| a + b).unwrap_or_else(|| Tensor::zeros([1], device))
+    };
+    let (loss, correct) = (total(losses), total(corrects));
     Ok(StepGradients { grads, loss, correct, samples, memory })
 }
 
