@@ -284,6 +284,15 @@ pub trait Kernels: Backend {
         portable::view::<Self>(flat, start, shape)
     }
 
+    /// `x` in another dtype from values cast elsewhere: `cast` (`x`'s shape, e.g. a view of one
+    /// cast of the optimizer's whole flat buffer) is the result, and under autodiff `x` gets its
+    /// gradient in `cast`'s dtype, not cast back (the optimizer gathers it into f32). For a
+    /// half-precision compute copy this replaces a cast kernel per parameter each way.
+    fn precast(x: FloatTensor<Self>, cast: FloatTensor<Self>) -> FloatTensor<Self> {
+        drop(x);
+        cast
+    }
+
     /// Whether `x`'s device runs SignFlow's GPU kernels (the `cube` crate: `Dispatch` on a CUDA
     /// or WGPU device that passed their self-test). Layers then take the formulations built on
     /// them ([`Kernels::eca`], the attention ops below); elsewhere they keep the ops the host
@@ -1059,6 +1068,10 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
         <Self as burn::tensor::backend::AutodiffBackend>::from_inner(B::view(flat.primitive, start, shape))
     }
 
+    fn precast(x: FloatTensor<Self>, cast: FloatTensor<Self>) -> FloatTensor<Self> {
+        unary_op::<B, C, ()>(x, move |_| cast.primitive, |grad, ()| grad, ())
+    }
+
     fn fused_kernels(x: &FloatTensor<Self>) -> bool {
         B::fused_kernels(&x.primitive)
     }
@@ -1230,6 +1243,11 @@ pub mod ops {
     /// See [`Kernels::view`].
     pub fn view<B: Kernels, const D: usize>(flat: Tensor<B, 1>, start: usize, shape: [usize; D]) -> Tensor<B, D> {
         wrap(B::view(unwrap(flat), start, shape.into()))
+    }
+
+    /// See [`Kernels::precast`].
+    pub fn precast<B: Kernels, const D: usize>(x: Tensor<B, D>, cast: Tensor<B, D>) -> Tensor<B, D> {
+        wrap(B::precast(unwrap(x), unwrap(cast)))
     }
 
     /// See [`Kernels::fused_kernels`].

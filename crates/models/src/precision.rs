@@ -9,6 +9,7 @@
 use crate::kernels::Kernels;
 use crate::{ModelError, SignModel};
 use burn::module::{Module, ModuleMapper, Param};
+use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, FloatDType, Tensor};
 
 /// Layer types whose parameters stay f32 under mixed precision.
@@ -16,18 +17,33 @@ pub const KEEP_F32: [&str; 2] = ["BatchNorm", "Gru"];
 
 /// Casts every float parameter to `dtype`, except those of [`KEEP_F32`] layers.
 #[derive(Debug)]
-pub struct ComputeCast {
+pub struct ComputeCast<B: Backend> {
     /// The compute dtype.
     pub dtype: FloatDType,
     /// Depth of nesting inside a keep-f32 layer.
     keep: usize,
+    /// The trainable parameters already cast ([`Precast`]), with the offsets not yet handed out.
+    precast: Option<(Tensor<B, 1>, std::vec::IntoIter<usize>)>,
 }
 
-impl ComputeCast {
+impl<B: Backend> ComputeCast<B> {
     /// A mapper casting to `dtype`.
     pub fn new(dtype: FloatDType) -> Self {
-        Self { dtype, keep: 0 }
+        Self { dtype, keep: 0, precast: None }
     }
+}
+
+/// The trainable parameters of a model already cast to the compute dtype: one flat tensor in
+/// that dtype with each trainable parameter (in the model's visit order) at its offset, such as
+/// one cast of the optimizer's flat f32 buffer. The cast copy's parameters are then views of it
+/// ([`crate::kernels::Kernels::view`]) and their gradients reach the masters uncast
+/// ([`crate::kernels::Kernels::precast`]): no cast kernel per parameter either way.
+#[derive(Debug, Clone)]
+pub struct Precast<B: Backend> {
+    /// The parameters' values in the compute dtype, 1-D.
+    pub flat: Tensor<B, 1>,
+    /// Where each trainable parameter starts in `flat`, in visit order.
+    pub offsets: Vec<usize>,
 }
 
 /// Burn's derive names containers `Struct:<Name>` / `Enum:<Name>`.
@@ -36,7 +52,7 @@ fn keeps_f32(container_type: &str) -> bool {
     KEEP_F32.contains(&name)
 }
 
-impl<B: Kernels> ModuleMapper<B> for ComputeCast {
+impl<B: Kernels> ModuleMapper<B> for ComputeCast<B> {
     fn enter_module(&mut self, _name: &str, container_type: &str) {
         if keeps_f32(container_type) {
             self.keep += 1;
@@ -50,11 +66,25 @@ impl<B: Kernels> ModuleMapper<B> for ComputeCast {
     }
 
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        let dtype = self.dtype;
+        let trainable = param.val().is_require_grad();
+        let at = match &mut self.precast {
+            Some((_, offsets)) if trainable => offsets.next(),
+            _ => None,
+        };
         if self.keep > 0 {
             return param;
         }
-        let dtype = self.dtype;
-        param.map(|t| t.cast(dtype))
+        match (&self.precast, at) {
+            (Some((flat, _)), Some(at)) => {
+                let flat = flat.clone();
+                param.map(|t| {
+                    let cast = crate::kernels::ops::view(flat, at, t.dims());
+                    crate::kernels::ops::precast(t, cast)
+                })
+            }
+            _ => param.map(|t| t.cast(dtype)),
+        }
     }
 }
 
@@ -90,6 +120,14 @@ impl<B: Kernels> ComputeModel<B> {
     pub fn new(model: SignModel<B>, dtype: FloatDType) -> Self {
         let model = if dtype == FloatDType::F32 { model } else { cast_for_compute(model, dtype) };
         Self { model, dtype }
+    }
+
+    /// `model` for computing in `precast`'s dtype, its trainable parameters taken from
+    /// `precast` (one offset per trainable parameter, in visit order, [`KEEP_F32`] layers' too).
+    pub fn with_precast(model: SignModel<B>, precast: Precast<B>) -> Self {
+        let dtype = FloatDType::from(precast.flat.dtype());
+        let mut cast = ComputeCast { dtype, keep: 0, precast: Some((precast.flat, precast.offsets.into_iter())) };
+        Self { model: model.map(&mut cast), dtype }
     }
 
     /// The compute dtype.

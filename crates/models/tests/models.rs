@@ -717,12 +717,35 @@ impl ModuleVisitor<AD> for GradList<'_> {
     }
 }
 
+/// The trainable parameters of `model` cast to `dtype` as one flat tensor, and their offsets
+/// (what the trainer's optimizer hands `ComputeModel::with_precast` from its flat buffer).
+fn precast_of(model: &SignModel<AD>, dtype: FloatDType) -> models::precision::Precast<AD> {
+    struct Collect(Vec<Tensor<B, 1>>, Vec<usize>, usize);
+    impl burn::module::ModuleVisitor<AD> for Collect {
+        fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<Tensor<AD, D>>) {
+            let t = param.val();
+            if t.is_require_grad() {
+                let n = t.shape().num_elements();
+                self.0.push(t.inner().reshape([n]));
+                self.1.push(self.2);
+                self.2 += n;
+            }
+        }
+    }
+    let mut c = Collect(Vec::new(), Vec::new(), 0);
+    model.visit(&mut c);
+    let flat = Tensor::<AD, 1>::from_inner(Tensor::cat(c.0, 0).cast(dtype));
+    models::precision::Precast { flat, offsets: c.1 }
+}
+
 /// Logits and every parameter gradient of one training-mode forward/backward of `model` on
-/// `device` in `dtype` (f32 masters, compute-dtype copy, f32 logits: the training step's path).
+/// `device` in `dtype` (f32 masters, compute-dtype copy, f32 logits: the training step's path),
+/// the copy cast per parameter or, with `precast`, made from one flat cast.
 fn logits_and_grads(
     model: &SignModel<AD>,
     device: &device::DispatchDevice,
     dtype: FloatDType,
+    precast: bool,
     x: &TensorData,
     lengths: &[usize],
     labels: &[i64],
@@ -733,7 +756,11 @@ fn logits_and_grads(
     let pad: Vec<bool> = lengths.iter().flat_map(|&l| (0..t).map(move |i| i >= l)).collect();
     let pad = Tensor::<AD, 2, Bool>::from_data(TensorData::new(pad, [b, t]), device);
     let labels = Tensor::<AD, 1, Int>::from_data(TensorData::new(labels.to_vec(), [b]), device);
-    let compute = models::precision::ComputeModel::new(model.clone(), dtype);
+    let compute = if precast {
+        models::precision::ComputeModel::with_precast(model.clone(), precast_of(&model, dtype))
+    } else {
+        models::precision::ComputeModel::new(model.clone(), dtype)
+    };
     let logits = compute.forward(inputs, pad);
     let loss = burn::nn::loss::CrossEntropyLossConfig::new().init(device).forward(logits.clone(), labels);
     let grads = burn::optim::GradientsParams::from_grads(loss.backward(), &model);
@@ -977,8 +1004,8 @@ mod slow {
         for cfg in parity_configs() {
             let kind = cfg.kind();
             let model: SignModel<AD> = cfg.init::<AD>(f, 7, &cpu).map(&mut models::precision::Materialize);
-            let (cpu_logits, cpu_grads) = logits_and_grads(&model, &cpu, FloatDType::F32, &x, &lengths, &labels);
-            let (gpu_logits, gpu_grads) = logits_and_grads(&model, &gpu, FloatDType::F32, &x, &lengths, &labels);
+            let (cpu_logits, cpu_grads) = logits_and_grads(&model, &cpu, FloatDType::F32, false, &x, &lengths, &labels);
+            let (gpu_logits, gpu_grads) = logits_and_grads(&model, &gpu, FloatDType::F32, false, &x, &lengths, &labels);
             let d = rel_diff(&gpu_logits, &cpu_logits, 1e-3);
             eprintln!("{kind}: f32 logits rel diff {d:.2e} ({:.1} s)", t0.elapsed().as_secs_f64());
             assert!(d <= 1e-4, "{kind}: f32 logits differ by {d:.2e} (relative)");
@@ -1010,7 +1037,14 @@ mod slow {
             if kind != "conv_transformer" {
                 continue;
             }
-            let (h_logits, h_grads) = logits_and_grads(&model, &gpu, FloatDType::F16, &x, &lengths, &labels);
+            let (h_logits, h_grads) = logits_and_grads(&model, &gpu, FloatDType::F16, false, &x, &lengths, &labels);
+            // The trainer's copy on GPU-class devices: one cast of the flat buffer, parameters as
+            // views of it, gradients gathered uncast: the same values, bit for bit.
+            let (p_logits, p_grads) = logits_and_grads(&model, &gpu, FloatDType::F16, true, &x, &lengths, &labels);
+            assert_eq!(p_logits, h_logits, "{kind}: f16 logits of the precast copy");
+            for ((name, want), (_, got)) in h_grads.iter().zip(&p_grads) {
+                assert_eq!(got, want, "{kind}: f16 gradient of {name} from the precast copy");
+            }
             let d = rel_diff(&h_logits, &cpu_logits, 1e-3);
             eprintln!("{kind}: f16 (WGPU) logits rel diff {d:.2e} ({:.1} s)", t0.elapsed().as_secs_f64());
             assert!(d <= 2e-2, "{kind}: f16 logits differ by {d:.2e} (relative)");

@@ -21,8 +21,9 @@ use burn::optim::momentum::{MomentumState, MomentumStateItem};
 use burn::optim::record::{AdaptorRecord, AdaptorRecordV1};
 use burn::optim::{AdamW, AdamWState, AdaptiveMomentumState, GradientsParams, Sgd, SgdState};
 use burn::record::{FullPrecisionSettings, Record};
-use burn::tensor::{Bool, DType, Tensor, TensorPrimitive};
+use burn::tensor::{Bool, DType, FloatDType, Tensor, TensorPrimitive};
 use models::common::mask_values;
+use models::precision::Precast;
 use models::SignModel;
 
 use crate::config::{OptimizerConfig, OptimizerKind};
@@ -209,6 +210,18 @@ impl Optim {
         let (values, missing) = gather_grads(model, grads, &flat);
         self.flat = Some(flat);
         FlatGrads { values, missing, seen }
+    }
+
+    /// `model`'s trainable parameters cast to `dtype` in one kernel, for
+    /// [`models::precision::ComputeModel::with_precast`]: `None` before the first step has laid
+    /// them out, or when `model`'s parameters are not the views of this optimizer's buffer.
+    pub fn precast(&self, model: &M, dtype: FloatDType) -> Option<Precast<TrainBackend>> {
+        let flat = self.flat.as_ref()?;
+        if flat.nodes != Seen::of(model).nodes {
+            return None;
+        }
+        let cast = Tensor::from_inner(flat.params.clone().cast(dtype));
+        Some(Precast { flat: cast, offsets: flat.segments.iter().map(|s| s.offset).collect() })
     }
 
     /// Apply `grads` (from [`Optim::gather`] for this `model`) with learning rate `lr`, every
@@ -622,12 +635,26 @@ fn node_of<const D: usize>(t: Tensor<TrainBackend, D>) -> u64 {
 /// per part, none for the padding); Burn's CPU backend copies the whole destination for every
 /// slice write, so there the parts and zero padding are concatenated in one pass instead.
 fn assemble(parts: Vec<(usize, T1)>, len: usize, device: &device::DispatchDevice) -> T1 {
+    // Half-precision gradients (of a precast compute copy) beside f32 ones (BatchNorm's): each
+    // dtype's parts laid out apart, then joined in f32 (one fused cast and add).
+    let (half, full): (Vec<_>, Vec<_>) = parts.into_iter().partition(|(_, t)| t.dtype() != DType::F32);
+    match (half.is_empty(), full.is_empty()) {
+        (true, _) => assemble_one(full, len, device),
+        (false, true) => assemble_one(half, len, device).cast(FloatDType::F32),
+        (false, false) => assemble_one(half, len, device).cast(FloatDType::F32) + assemble_one(full, len, device),
+    }
+}
+
+/// [`assemble`] for parts of one dtype (the buffer's).
+fn assemble_one(parts: Vec<(usize, T1)>, len: usize, device: &device::DispatchDevice) -> T1 {
+    let dtype = parts.first().map_or(DType::F32, |(_, t)| t.dtype());
+    let zeros = |n: usize| Tensor::zeros([n], (device, dtype));
     if crate::on_gpu(device) {
         let prims: Vec<_> = parts.iter().map(|(at, t)| (*at, t.clone().into_primitive().tensor())).collect();
         if let Some(flat) = cube::assemble(&prims, len) {
             return Tensor::from_primitive(TensorPrimitive::Float(flat));
         }
-        return parts.into_iter().fold(Tensor::zeros([len], device), |flat, (at, t)| {
+        return parts.into_iter().fold(zeros(len), |flat, (at, t)| {
             let n = t.dims()[0];
             flat.slice_assign(at..at + n, t)
         });
@@ -636,13 +663,13 @@ fn assemble(parts: Vec<(usize, T1)>, len: usize, device: &device::DispatchDevice
     let mut end = 0;
     for (at, t) in parts {
         if at > end {
-            pieces.push(Tensor::zeros([at - end], device));
+            pieces.push(zeros(at - end));
         }
         end = at + t.dims()[0];
         pieces.push(t);
     }
     if len > end {
-        pieces.push(Tensor::zeros([len - end], device));
+        pieces.push(zeros(len - end));
     }
     Tensor::cat(pieces, 0)
 }

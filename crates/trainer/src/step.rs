@@ -24,7 +24,7 @@ use burn::prelude::Backend;
 use burn::tensor::{Bool, FloatDType, Tensor, Transaction};
 use data::index::{fnv1a, FNV_OFFSET};
 use data::loader::SignBatch;
-use models::precision::ComputeModel;
+use models::precision::{ComputeModel, Precast};
 use models::SignModel;
 
 use crate::inject::StepFaults;
@@ -269,8 +269,21 @@ pub fn queue_step(
 ) -> Result<(SignModel<TrainBackend>, PendingOutcome)> {
     let k_total = settings.micro_batches.max(1);
     let weights = vec![1.0 / k_total as f64; k_total];
-    let grads = compute_gradients(device, &model, objective, settings, &weights, prof, next_batch)?;
+    let precast = precast(device, &model, optim, settings);
+    let grads = compute_gradients(device, &model, precast, objective, settings, &weights, prof, next_batch)?;
     Ok(queue_gradients(device, model, optim, settings, grads, prof))
+}
+
+/// On a GPU-class device computing in half precision, the trainable parameters cast in one
+/// kernel from the optimizer's flat buffer ([`Optim::precast`]); `None` elsewhere (the compute
+/// copy then casts each parameter).
+pub fn precast(
+    device: &Device,
+    model: &SignModel<TrainBackend>,
+    optim: &Optim,
+    settings: &StepSettings,
+) -> Option<Precast<TrainBackend>> {
+    (crate::on_gpu(device) && settings.compute != FloatDType::F32).then(|| optim.precast(model, settings.compute))?
 }
 
 /// The forward and backward passes of one step: for each micro-batch `k` (`next_batch(k)`, on
@@ -279,9 +292,11 @@ pub fn queue_step(
 /// single-device step weighs each of its K micro-batches 1/K; a data-parallel peer weighs its
 /// share of micro-batch k by (its rows / the micro-batch's rows) / K, so that the sum over the
 /// group is the single-device step's gradient.
+#[allow(clippy::too_many_arguments)]
 pub fn compute_gradients(
     device: &Device,
     model: &SignModel<TrainBackend>,
+    mut precast: Option<Precast<TrainBackend>>,
     objective: &Objective,
     settings: &StepSettings,
     weights: &[f64],
@@ -310,7 +325,10 @@ pub fn compute_gradients(
         }
         // Forward/backward run on a compute-dtype copy of the f32 masters (same ParamIds), made
         // once per step and charged to the forward phase.
-        let compute = compute.get_or_insert_with(|| ComputeModel::new(model.clone(), settings.compute));
+        let compute = compute.get_or_insert_with(|| match precast.take() {
+            Some(p) => ComputeModel::with_precast(model.clone(), p),
+            None => ComputeModel::new(model.clone(), settings.compute),
+        });
         let (mut loss, correct) = objective.forward(compute, batch);
         if settings.faults.nan_loss {
             loss = loss.mul_scalar(f64::NAN);
@@ -333,10 +351,11 @@ pub fn compute_gradients(
         if passes == 0 {
             single = Some(grads);
         } else {
+            // Summed in f32: a precast copy's gradients arrive in half precision.
             if let Some(first) = single.take() {
-                accumulator.accumulate(model, first);
+                accumulator.accumulate(model, in_f32(model, first));
             }
-            accumulator.accumulate(model, grads);
+            accumulator.accumulate(model, in_f32(model, grads));
         }
         passes += 1;
         prof.mark(device, Phase::Backward, t2);
@@ -457,6 +476,21 @@ fn mix(seed: u64, step: u64) -> u64 {
 }
 
 /// Fault injection: multiplies the first gradient tensor by infinity.
+/// `grads` with every gradient in f32.
+fn in_f32(model: &SignModel<TrainBackend>, grads: GradientsParams) -> GradientsParams {
+    struct Cast(GradientsParams);
+    impl ModuleVisitor<TrainBackend> for Cast {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<TrainBackend, D>>) {
+            if let Some(g) = self.0.remove::<InnerBackend, D>(param.id) {
+                self.0.register(param.id, g.cast(FloatDType::F32));
+            }
+        }
+    }
+    let mut cast = Cast(grads);
+    model.visit(&mut cast);
+    cast.0
+}
+
 struct CorruptFirst<'a> {
     grads: &'a mut GradientsParams,
     done: bool,

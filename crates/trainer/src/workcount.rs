@@ -186,7 +186,9 @@ fn split_step(
 ) -> Result<(WorkCounts, WorkCounts)> {
     let mut prof = Profiler::new(false);
     let before = read()?;
-    let grads = compute_gradients(device, &model, objective, settings, &[1.0], &mut prof, |_| Ok(batch.clone()))?;
+    let precast = crate::step::precast(device, &model, optim, settings);
+    let grads =
+        compute_gradients(device, &model, precast, objective, settings, &[1.0], &mut prof, |_| Ok(batch.clone()))?;
     device::memory::sync(device);
     let mid = read()?;
     let _ = apply_gradients(device, model, optim, settings, grads, &mut prof);

@@ -292,7 +292,7 @@ impl Group {
         self.link.reduce("weights", weights)?;
         let start = Instant::now();
         let work = &self.work;
-        let g = compute_gradients(&device, &model, objective, settings, &header.weights(0), prof, |k| {
+        let g = compute_gradients(&device, &model, None, objective, settings, &header.weights(0), prof, |k| {
             Ok(work.batcher.host_batch(&work.dataset, header.share(k, 0), epoch).to_device(&device))
         })?;
         let own = share_vector(&model, &g, &self.layout, 0, &device, start, checksum);

@@ -95,9 +95,10 @@ fn serve_peer(link: &Link, work: &Workload, collective: CollectiveConfig, die_at
             faults: Default::default(),
             sample_memory: false,
         };
-        let g = compute_gradients(&device, &model, &objective, &settings, &header.weights(rank), &mut prof, |k| {
-            Ok(work.batcher.host_batch(&work.dataset, header.share(k, rank), header.epoch).to_device(&device))
-        })?;
+        let g =
+            compute_gradients(&device, &model, None, &objective, &settings, &header.weights(rank), &mut prof, |k| {
+                Ok(work.batcher.host_batch(&work.dataset, header.share(k, rank), header.epoch).to_device(&device))
+            })?;
         link.reduce("gradients", share_vector(&model, &g, &layout, rank, &device, start, checksum))?;
         steps += 1;
     }
