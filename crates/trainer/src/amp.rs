@@ -2,9 +2,10 @@
 //! `device::PrecisionSetting::resolve`).
 //!
 //! Burn 0.21 has no autocast. The loop keeps f32 master weights and optimizer state, runs the
-//! forward and backward passes on a cast copy of the weights (`models::precision::cast_for_compute`,
-//! same `ParamId`s, so gradients land on the f32 masters as f32) with inputs cast to the compute
-//! dtype, and computes the loss and softmax in f32.
+//! forward and backward passes on a cast copy of the weights (same `ParamId`s, so gradients land
+//! on the f32 masters: cast back to f32 per parameter with `models::precision::cast_for_compute`,
+//! or left in the compute dtype for the optimizer's gather with a `Precast` copy on GPU-class
+//! devices) with inputs cast to the compute dtype, and computes the loss and softmax in f32.
 
 use burn::tensor::{Bool, Tensor};
 use serde::{Deserialize, Serialize};
