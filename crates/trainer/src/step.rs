@@ -291,7 +291,8 @@ pub fn precast(
 /// `loss x loss_scale x weights[k]`, summed. A micro-batch with no rows is skipped. A
 /// single-device step weighs each of its K micro-batches 1/K; a data-parallel peer weighs its
 /// share of micro-batch k by (its rows / the micro-batch's rows) / K, so that the sum over the
-/// group is the single-device step's gradient.
+/// group is the single-device step's gradient. With `precast` ([`precast`]) the compute copy's
+/// weights are views of it and its gradients arrive in the compute dtype.
 #[allow(clippy::too_many_arguments)]
 pub fn compute_gradients(
     device: &Device,
