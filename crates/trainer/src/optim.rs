@@ -636,7 +636,7 @@ fn node_of<const D: usize>(t: Tensor<TrainBackend, D>) -> u64 {
 /// slice write, so there the parts and zero padding are concatenated in one pass instead.
 fn assemble(parts: Vec<(usize, T1)>, len: usize, device: &device::DispatchDevice) -> T1 {
     // Half-precision gradients (of a precast compute copy) beside f32 ones (BatchNorm's): each
-    // dtype's parts laid out apart, then joined in f32 (one fused cast and add).
+    // dtype's parts laid out apart, then joined in f32 (a cast and an add: two launches).
     let (half, full): (Vec<_>, Vec<_>) = parts.into_iter().partition(|(_, t)| t.dtype() != DType::F32);
     match (half.is_empty(), full.is_empty()) {
         (true, _) => assemble_one(full, len, device),
