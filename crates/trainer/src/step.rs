@@ -283,7 +283,10 @@ pub fn precast(
     optim: &Optim,
     settings: &StepSettings,
 ) -> Option<Precast<TrainBackend>> {
-    (crate::on_gpu(device) && settings.compute != FloatDType::F32).then(|| optim.precast(model, settings.compute))?
+    if !crate::on_gpu(device) || settings.compute == FloatDType::F32 {
+        return None;
+    }
+    optim.precast(model, settings.compute)
 }
 
 /// The forward and backward passes of one step: for each micro-batch `k` (`next_batch(k)`, on
@@ -311,6 +314,7 @@ pub fn compute_gradients(
     let mut corrects: Vec<Tensor<InnerBackend, 1>> = Vec::with_capacity(weights.len());
     let mut samples = 0u64;
     let mut compute: Option<ComputeModel<TrainBackend>> = None;
+    let half_grads = precast.is_some();
     let mut memory: Option<device::MemoryStats> = None;
     // Once per step, not per micro-batch: under Burn's fusion a re-seed waits for the device.
     if let Some((seed, step)) = settings.dropout_seed {
@@ -353,10 +357,11 @@ pub fn compute_gradients(
             single = Some(grads);
         } else {
             // Summed in f32: a precast copy's gradients arrive in half precision.
+            let summable = |g| if half_grads { in_f32(model, g) } else { g };
             if let Some(first) = single.take() {
-                accumulator.accumulate(model, in_f32(model, first));
+                accumulator.accumulate(model, summable(first));
             }
-            accumulator.accumulate(model, in_f32(model, grads));
+            accumulator.accumulate(model, summable(grads));
         }
         passes += 1;
         prof.mark(device, Phase::Backward, t2);
@@ -476,7 +481,6 @@ fn mix(seed: u64, step: u64) -> u64 {
     fnv1a(h, &0u64.to_le_bytes())
 }
 
-/// Fault injection: multiplies the first gradient tensor by infinity.
 /// `grads` with every gradient in f32.
 fn in_f32(model: &SignModel<TrainBackend>, grads: GradientsParams) -> GradientsParams {
     struct Cast(GradientsParams);
@@ -492,6 +496,7 @@ fn in_f32(model: &SignModel<TrainBackend>, grads: GradientsParams) -> GradientsP
     cast.0
 }
 
+/// Fault injection: multiplies the first gradient tensor by infinity.
 struct CorruptFirst<'a> {
     grads: &'a mut GradientsParams,
     done: bool,
