@@ -1,8 +1,10 @@
 //! Exact counts of the device work a piece of code causes: kernels launched and compiled (from
 //! cubecl's launch and compilation log, switched on by [`crate::runtime::configure`] with a log
 //! file) and the times the host waited for a device (reads of tensor data, syncs, re-seeds,
-//! counted by SignFlow's patch of Burn's `Dispatch` backend). Launch and wait counts depend only
-//! on the code, not on the GPU, so a software adapter (llvmpipe) gives the counts of a CUDA card.
+//! counted by SignFlow's patch of Burn's `Dispatch` backend), and the host work of Burn's fusion
+//! layer (operations registered, plans run; SignFlow's patch of `burn-fusion`). These counts
+//! depend only on the code, not on the GPU, so a software adapter (llvmpipe) gives the counts of
+//! a CUDA card.
 //!
 //! ```no_run
 //! # fn main() -> std::io::Result<()> {
@@ -40,6 +42,13 @@ pub struct WorkCounts {
     pub syncs: u64,
     /// Backend re-seeds (under Burn's fusion, each drains the queue and waits).
     pub seeds: u64,
+    /// Operations registered with Burn's fusion layer, tensor drops included: each costs host
+    /// time (an IR built, a stream resolved, a plan looked up) whether or not it launches.
+    pub operations: u64,
+    /// Of these, tensor drops.
+    pub drops: u64,
+    /// Fusion execution plans run (a fused block or a set of unfused operations each).
+    pub plans: u64,
     /// Launches by kernel name (cubecl's short type name).
     pub by_kernel: BTreeMap<String, u64>,
 }
@@ -76,6 +85,9 @@ impl std::ops::Sub for WorkCounts {
             reads: self.reads.saturating_sub(before.reads),
             syncs: self.syncs.saturating_sub(before.syncs),
             seeds: self.seeds.saturating_sub(before.seeds),
+            operations: self.operations.saturating_sub(before.operations),
+            drops: self.drops.saturating_sub(before.drops),
+            plans: self.plans.saturating_sub(before.plans),
             by_kernel,
         }
     }
@@ -110,6 +122,10 @@ impl WorkCounter {
         counts.reads = waits.reads;
         counts.syncs = waits.syncs;
         counts.seeds = waits.seeds;
+        let fusion = burn_fusion::counters::fusion_work();
+        counts.operations = fusion.operations;
+        counts.drops = fusion.drops;
+        counts.plans = fusion.plans;
         Ok(counts)
     }
 

@@ -60,6 +60,13 @@ pub struct CountReport {
     pub syncs_per_step: f64,
     /// Re-seeds per step.
     pub seeds_per_step: f64,
+    /// Operations registered with Burn's fusion layer per step, tensor drops included: the host
+    /// work that does not depend on the device, paid whether or not an operation launches.
+    pub fusion_ops_per_step: f64,
+    /// Of these, tensor drops.
+    pub fusion_drops_per_step: f64,
+    /// Fusion execution plans run per step.
+    pub fusion_plans_per_step: f64,
     /// Kernels compiled in the warm-up steps (a new shape's cost).
     pub compiled_in_warm_up: u64,
     /// Kernels compiled in the counted steps (0 once every shape has been seen).
@@ -81,6 +88,7 @@ impl CountReport {
             "{} on {} ({}), batch {} x {} frames, {} counted steps\n\
              per step: {:.0} kernel launches ({} forward and backward, {} update), {:.0} host waits \
              ({:.0} reads, {:.0} syncs, {:.0} re-seeds), host time {:.1} ms\n\
+             fusion: {:.0} operations registered ({:.0} of them tensor drops), {:.0} plans run\n\
              kernels compiled: {} in the {} warm-up steps (first step {:.1} s), {} in the counted steps\n\
              most launched kernels (per step):\n",
             self.model,
@@ -97,6 +105,9 @@ impl CountReport {
             self.syncs_per_step,
             self.seeds_per_step,
             self.host_ms_per_step,
+            self.fusion_ops_per_step,
+            self.fusion_drops_per_step,
+            self.fusion_plans_per_step,
             self.compiled_in_warm_up,
             WARM_UP,
             self.first_step_s,
@@ -163,6 +174,9 @@ pub fn count(
         reads_per_step: per(counted.reads),
         syncs_per_step: per(counted.syncs.saturating_sub(own_syncs)),
         seeds_per_step: per(counted.seeds),
+        fusion_ops_per_step: per(counted.operations),
+        fusion_drops_per_step: per(counted.drops),
+        fusion_plans_per_step: per(counted.plans),
         compiled_in_warm_up: warm.compilations,
         compiled_in_counted: counted.compilations,
         first_step_s,

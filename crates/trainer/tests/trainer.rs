@@ -1048,6 +1048,9 @@ fn bench_times_every_phase_of_the_configured_model() {
 /// gets leaner; a change that raises them must say why.
 const MAX_LAUNCHES_PER_STEP: f64 = 130.0;
 const MAX_HOST_WAITS_PER_STEP: f64 = 0.0;
+/// Operations registered with Burn's fusion layer per step (tensor drops included): each costs
+/// host time whether or not it launches, and a CUDA step is bound by the host.
+const MAX_FUSION_OPS_PER_STEP: f64 = 560.0;
 
 #[test]
 fn a_training_step_on_wgpu_launches_a_bounded_number_of_kernels_and_waits_a_bounded_number_of_times() {
@@ -1084,6 +1087,11 @@ fn a_training_step_on_wgpu_launches_a_bounded_number_of_kernels_and_waits_a_boun
     assert_eq!(f("compiled_in_counted"), 0.0, "{r}");
     assert!(f("launches_per_step") <= MAX_LAUNCHES_PER_STEP, "{r}");
     assert!(f("host_waits_per_step") <= MAX_HOST_WAITS_PER_STEP, "{r}");
+    // Every launch comes from a registered operation and a plan; views and drops launch nothing.
+    assert!(f("fusion_plans_per_step") >= f("launches_per_step") * 0.5, "{r}");
+    assert!(f("fusion_ops_per_step") >= f("fusion_plans_per_step"), "{r}");
+    assert!(f("fusion_drops_per_step") >= 1.0, "{r}");
+    assert!(f("fusion_ops_per_step") <= MAX_FUSION_OPS_PER_STEP, "{r}");
     // The step runs SignFlow's CubeCL kernels (crates/cube), not their reference tensor ops.
     let names = r["kernels"].to_string();
     // No bool-to-float cast: Burn's fusion cannot join one, and the ops queued after it then

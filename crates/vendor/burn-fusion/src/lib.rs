@@ -11,6 +11,8 @@ extern crate derive_new;
 
 /// Client module exposing types to communicate with the fusion server.
 pub mod client;
+/// Counts of the fusion layer's host work (SignFlow patch).
+pub mod counters;
 /// Stream module exposing all tensor operations that can be optimized.
 pub mod stream;
 

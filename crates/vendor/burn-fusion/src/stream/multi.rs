@@ -91,6 +91,8 @@ impl<R: FusionRuntime> MultiStream<R> {
         operation: UnfusedOp<R>,
         handles: &mut HandleContainer<R::FusionHandle>,
     ) {
+        // SignFlow patch: counted (`crate::counters`).
+        crate::counters::count_operation(matches!(repr, OperationIr::Drop(_)));
         let id = self.resolve_streams(&streams, handles, &mut repr);
 
         let drop_action = match &mut repr {

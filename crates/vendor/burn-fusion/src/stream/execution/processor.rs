@@ -81,6 +81,7 @@ impl<O: NumOperations> Processor<O> {
                         store.add_trigger(id, ExecutionTrigger::OnSync);
                     }
 
+                    crate::counters::count_plan(); // SignFlow patch: counted.
                     segment.execute(id, store);
                     self.reset(store, segment.operations());
                 }
@@ -117,6 +118,7 @@ impl<O: NumOperations> Processor<O> {
                     optim,
                     mode,
                 );
+                crate::counters::count_plan(); // SignFlow patch: counted.
                 item.execute(id, store);
                 self.reset(store, item.operations());
             }
