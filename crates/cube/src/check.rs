@@ -123,11 +123,18 @@ fn self_test(device: &DispatchDevice, dtype: DType) -> Result<(), String> {
     expect("fused running mean", Some(mean), &vec![0.75; c])?;
     expect("fused running variance", Some(var), &vec![0.625; c])?;
 
-    // Two parts gathered into 512 elements: 1, 2 at 0 and 3 at 256, zeros elsewhere.
-    let (p1, p2) = (tensor(vec![1.0, 2.0], [2], device, dtype), tensor(vec![3.0], [1], device, dtype));
+    // Three parts gathered into 512 elements, row-major whatever their rank or strides: 1, 2 at
+    // 0; the 2 x 2 matrix 3, 4 / 5, 6 at 256; the transpose of 7, 8 / 9, 10 at 300; zeros
+    // elsewhere.
+    let p1 = tensor(vec![1.0, 2.0], [2], device, dtype);
+    let p2 = tensor(vec![3.0, 4.0, 5.0, 6.0], [2, 2], device, dtype);
+    let p3 = tensor(vec![7.0, 8.0, 9.0, 10.0], [2, 2], device, dtype).swap_dims(0, 1);
     let mut want = vec![0.0; 512];
-    (want[0], want[1], want[256]) = (1.0, 2.0, 3.0);
-    expect("assemble", crate::assemble(&[(0, prim(&p1)), (256, prim(&p2))], 512), &want)?;
+    want[..2].copy_from_slice(&[1.0, 2.0]);
+    want[256..260].copy_from_slice(&[3.0, 4.0, 5.0, 6.0]);
+    want[300..304].copy_from_slice(&[7.0, 9.0, 8.0, 10.0]);
+    let parts = [(0, prim(&p1)), (256, prim(&p2)), (300, prim(&p3))];
+    expect("assemble", crate::assemble(&parts, 512), &want)?;
 
     // ECA of ones over 2 samples x 4 frames x 40 channels, frame weights 1/4 and a zero 3-tap
     // kernel: every gate is sigmoid(0) = 0.5, so y = 0.5. With a gradient of ones: dz = 4 x

@@ -1135,13 +1135,13 @@ pub(crate) fn view<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, window: &Window) 
 /// Parts written per launch of [`assemble_kernel`].
 pub(crate) const GROUP: usize = 8;
 
-/// `part`'s element at flat position `pos` if the part (at `offset`, `len` long) covers it, else
-/// `value`.
+/// `part`'s element at flat position `pos` if the part (contiguous, at `offset`, `len` long)
+/// covers it, else `value`.
 #[cube]
 fn pick<F: Float>(part: &Tensor<F>, pos: usize, offset: usize, len: usize, value: F) -> F {
     let mut out = value;
     if pos >= offset && pos < offset + len {
-        out = part[(pos - offset) * part.stride(0)];
+        out = part[pos - offset];
     }
     out
 }
@@ -1192,13 +1192,18 @@ pub(crate) struct Layout {
     pub len: usize,
 }
 
-/// One flat buffer of `layout.len` elements with each 1-D part at its offset and zeros
-/// elsewhere, in one launch per [`GROUP`] parts (a part's launch also writes the zeros between
-/// it and the next part, the first's those before it).
+/// One flat buffer of `layout.len` elements with each part's elements (row-major, whatever its
+/// rank) at its offset and zeros elsewhere, in one launch per [`GROUP`] parts (a part's launch
+/// also writes the zeros between it and the next part, the first's those before it). A strided
+/// part is made contiguous first (one copy; gradients rarely are).
 pub(crate) fn assemble<R: CubeRuntime>(parts: Vec<CubeTensor<R>>, layout: &Layout) -> Vec<CubeTensor<R>> {
     let flat = empty(&parts[0], Shape::new([layout.len]));
     let dtype = storage(flat.dtype);
-    let lens: Vec<usize> = parts.iter().map(|p| p.meta.shape()[0]).collect();
+    let parts: Vec<CubeTensor<R>> = parts
+        .into_iter()
+        .map(|p| if p.is_contiguous() { p } else { burn_cubecl::kernel::into_contiguous(p) })
+        .collect();
+    let lens: Vec<usize> = parts.iter().map(|p| p.meta.shape().num_elements()).collect();
     let parts: Vec<(usize, usize, CubeTensor<R>)> =
         layout.offsets.iter().zip(&lens).zip(parts).map(|((&o, &n), p)| (o, n, p)).collect();
     let groups: Vec<_> = parts.chunks(GROUP).collect();

@@ -334,13 +334,16 @@ pub fn view(flat: &DispatchTensor, start: usize, shape: Shape) -> Option<Dispatc
     Some(v)
 }
 
-/// One 1-D buffer of `len` elements with each 1-D part written at its offset (offsets
-/// ascending, parts not overlapping) and zeros elsewhere: the optimizer's flat gradient, in one
-/// launch per eight parts where writing each part into a zeroed buffer takes one per part.
+/// One 1-D buffer of `len` elements with each part's elements (row-major, any rank) written at
+/// its offset (offsets ascending, parts not overlapping) and zeros elsewhere: the optimizer's
+/// flat gradient, in one launch per eight parts where writing each part into a zeroed buffer
+/// takes one per part. Parts keep their shapes: flattening each first would queue one more
+/// operation per part in Burn's fusion stream.
 pub fn assemble(parts: &[(usize, DispatchTensor)], len: usize) -> Option<DispatchTensor> {
-    let ordered = parts.windows(2).all(|w| w[0].0 + w[0].1.shape()[0] <= w[1].0);
-    let fits = parts.last().is_some_and(|(at, t)| at + t.shape()[0] <= len);
-    if !ordered || !fits || parts.iter().any(|(_, t)| t.shape().num_dims() != 1) {
+    let numel = |t: &DispatchTensor| t.shape().num_elements();
+    let ordered = parts.windows(2).all(|w| w[0].0 + numel(&w[0].1) <= w[1].0);
+    let fits = parts.last().is_some_and(|(at, t)| at + numel(t) <= len);
+    if !ordered || !fits {
         return None;
     }
     let layout = kernels::Layout { offsets: parts.iter().map(|(at, _)| *at).collect(), len };

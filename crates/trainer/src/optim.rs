@@ -21,7 +21,8 @@ use burn::optim::momentum::{MomentumState, MomentumStateItem};
 use burn::optim::record::{AdaptorRecord, AdaptorRecordV1};
 use burn::optim::{AdamW, AdamWState, AdaptiveMomentumState, GradientsParams, Sgd, SgdState};
 use burn::record::{FullPrecisionSettings, Record};
-use burn::tensor::{Bool, DType, FloatDType, Tensor, TensorPrimitive};
+use burn::tensor::ops::{FloatTensor, FloatTensorOps};
+use burn::tensor::{Bool, DType, FloatDType, Shape, Tensor, TensorMetadata, TensorPrimitive};
 use models::common::mask_values;
 use models::precision::Precast;
 use models::SignModel;
@@ -31,6 +32,8 @@ use crate::{InnerBackend, Result, TrainBackend, TrainError};
 
 type M = SignModel<TrainBackend>;
 type T1 = Tensor<InnerBackend, 1>;
+/// A tensor of any rank bound for the flat layout at an offset: its primitive, read row-major.
+type Part = (usize, FloatTensor<InnerBackend>);
 type AdamWRecord = hashbrown::HashMap<ParamId, AdaptorRecord<AdamW, TrainBackend>>;
 type SgdRecord = hashbrown::HashMap<ParamId, AdaptorRecord<Sgd<InnerBackend>, TrainBackend>>;
 
@@ -307,9 +310,9 @@ impl Optim {
         }
         let len = len.div_ceil(NORM_ROWS) * NORM_ROWS;
         let state = |pick: &dyn Fn(&Slot) -> Option<T1>| {
-            let parts: Vec<(usize, T1)> = segments
+            let parts: Vec<Part> = segments
                 .iter()
-                .filter_map(|seg| self.loaded.get(&seg.id).and_then(pick).map(|t| (seg.offset, t)))
+                .filter_map(|seg| self.loaded.get(&seg.id).and_then(pick).map(|t| (seg.offset, primitive(t))))
                 .collect();
             assemble(parts, len, device)
         };
@@ -634,7 +637,7 @@ fn node_of<const D: usize>(t: Tensor<TrainBackend, D>) -> u64 {
 /// (`cube::assemble`); other GPU backends write each part into the buffer in place (one launch
 /// per part, none for the padding); Burn's CPU backend copies the whole destination for every
 /// slice write, so there the parts and zero padding are concatenated in one pass instead.
-fn assemble(parts: Vec<(usize, T1)>, len: usize, device: &device::DispatchDevice) -> T1 {
+fn assemble(parts: Vec<Part>, len: usize, device: &device::DispatchDevice) -> T1 {
     // Half-precision gradients (of a precast compute copy) beside f32 ones (BatchNorm's): each
     // dtype's parts laid out apart, then joined in f32 (a cast and an add: two launches).
     let (half, full): (Vec<_>, Vec<_>) = parts.into_iter().partition(|(_, t)| t.dtype() != DType::F32);
@@ -645,16 +648,20 @@ fn assemble(parts: Vec<(usize, T1)>, len: usize, device: &device::DispatchDevice
     }
 }
 
-/// [`assemble`] for parts of one dtype (the buffer's).
-fn assemble_one(parts: Vec<(usize, T1)>, len: usize, device: &device::DispatchDevice) -> T1 {
+/// [`assemble`] for parts of one dtype (the buffer's). SignFlow's kernel takes the parts at
+/// their own shapes; the other paths flatten each first.
+fn assemble_one(parts: Vec<Part>, len: usize, device: &device::DispatchDevice) -> T1 {
     let dtype = parts.first().map_or(DType::F32, |(_, t)| t.dtype());
     let zeros = |n: usize| Tensor::zeros([n], (device, dtype));
-    if crate::on_gpu(device) {
-        let prims: Vec<_> = parts.iter().map(|(at, t)| (*at, t.clone().into_primitive().tensor())).collect();
-        if let Some(flat) = cube::assemble(&prims, len) {
+    let on_gpu = crate::on_gpu(device);
+    if on_gpu {
+        if let Some(flat) = cube::assemble(&parts, len) {
             return Tensor::from_primitive(TensorPrimitive::Float(flat));
         }
-        return parts.into_iter().fold(zeros(len), |flat, (at, t)| {
+    }
+    let parts = parts.into_iter().map(|(at, t)| (at, flat_part(t)));
+    if on_gpu {
+        return parts.fold(zeros(len), |flat, (at, t)| {
             let n = t.dims()[0];
             flat.slice_assign(at..at + n, t)
         });
@@ -674,18 +681,29 @@ fn assemble_one(parts: Vec<(usize, T1)>, len: usize, device: &device::DispatchDe
     Tensor::cat(pieces, 0)
 }
 
+/// A tensor's primitive, as [`assemble`] takes it.
+fn primitive<const D: usize>(t: Tensor<InnerBackend, D>) -> FloatTensor<InnerBackend> {
+    t.into_primitive().tensor()
+}
+
+/// A part's elements as one axis.
+fn flat_part(t: FloatTensor<InnerBackend>) -> T1 {
+    let n = t.shape().num_elements();
+    Tensor::from_primitive(TensorPrimitive::Float(InnerBackend::float_reshape(t, Shape::new([n]))))
+}
+
 /// The model's trainable parameters in the flat layout (when they are not the last step's).
 fn gather_params(model: &M, flat: &Flat) -> T1 {
     struct Collect<'a> {
         segments: std::slice::Iter<'a, Segment>,
-        parts: Vec<(usize, T1)>,
+        parts: Vec<Part>,
     }
     impl ModuleVisitor<TrainBackend> for Collect<'_> {
         fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<TrainBackend, D>>) {
             let t = param.val();
             if t.is_require_grad() {
                 let seg = self.segments.next().expect("one segment per trainable parameter");
-                self.parts.push((seg.offset, t.inner().reshape([seg.len()])));
+                self.parts.push((seg.offset, primitive(t.inner())));
             }
         }
     }
@@ -700,7 +718,7 @@ fn gather_grads(model: &M, grads: GradientsParams, flat: &Flat) -> (T1, Vec<Segm
     struct Collect<'a> {
         grads: GradientsParams,
         segments: std::slice::Iter<'a, Segment>,
-        parts: Vec<(usize, T1)>,
+        parts: Vec<Part>,
         missing: Vec<Segment>,
     }
     impl ModuleVisitor<TrainBackend> for Collect<'_> {
@@ -710,7 +728,7 @@ fn gather_grads(model: &M, grads: GradientsParams, flat: &Flat) -> (T1, Vec<Segm
             }
             let seg = self.segments.next().expect("one segment per trainable parameter");
             match self.grads.remove::<InnerBackend, D>(param.id) {
-                Some(g) => self.parts.push((seg.offset, g.reshape([seg.len()]))),
+                Some(g) => self.parts.push((seg.offset, primitive(g))),
                 None => self.missing.push(seg.clone()),
             }
         }
