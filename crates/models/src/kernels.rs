@@ -78,7 +78,7 @@ pub trait Kernels: Backend {
             let out = host::silu(host_data(x).f32());
             return host_tensor::<Self, _>(out, dims, &device);
         }
-        unwrap(burn::tensor::activation::silu(x))
+        unwrap(reference::silu(x))
     }
 
     /// Gradient of [`Kernels::silu`]: `grad * s * (1 + x * (1 - s))` with `s = sigmoid(x)`.
@@ -1317,6 +1317,19 @@ pub mod reference {
 
     use super::NORM_EPS;
 
+    /// `1 / (1 + exp(-x))`: four element-wise ops where Burn's `sigmoid` queues eight (through
+    /// a logarithm, with casts to f32 and back), and under Burn's fusion every queued op costs
+    /// host time even when they all fuse into one kernel. In f16 `exp(-x)` overflows for
+    /// `x < -11`, where the result is then 0 instead of < 2e-5.
+    pub fn sigmoid<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+        x.neg().exp().add_scalar(1.0).recip()
+    }
+
+    /// `x * sigmoid(x)` ([`sigmoid`]).
+    pub fn silu<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
+        x.clone() * sigmoid(x)
+    }
+
     /// Channels-first Burn `conv1d` with groups = channels, zero-padded on the left.
     pub fn causal_dwconv<B: Backend>(x: Tensor<B, 3>, w: Tensor<B, 2>) -> Tensor<B, 3> {
         let [b, _, c] = x.dims();
@@ -1355,7 +1368,7 @@ pub mod reference {
 
     /// SiLU's gradient.
     pub fn silu_backward<B: Backend, const D: usize>(x: Tensor<B, D>, grad: Tensor<B, D>) -> Tensor<B, D> {
-        let s = burn::tensor::activation::sigmoid(x.clone());
+        let s = sigmoid(x.clone());
         let one_minus = s.clone().neg().add_scalar(1.0);
         grad * s * (x * one_minus).add_scalar(1.0)
     }
@@ -1390,7 +1403,7 @@ pub mod reference {
         let pad = w.dims()[2] / 2;
         let pooled = weights.matmul(x.clone()); // [B, 1, C]
         let z = conv1d(pooled, w, None, ConvOptions::new([1], [pad], [1], 1)).reshape([b, c]);
-        scale_channels(x, burn::tensor::activation::sigmoid(z))
+        scale_channels(x, sigmoid(z))
     }
 
     /// Closed-form gradients of [`eca`] with respect to `x` and `w`: `dz = sum_t(grad x) s (1 -
@@ -1406,7 +1419,7 @@ pub mod reference {
         let k = w.dims()[2];
         let options = || ConvOptions::new([1], [k / 2], [1], 1);
         let pooled = weights.clone().matmul(x.clone()); // [B, 1, C]
-        let s = burn::tensor::activation::sigmoid(conv1d(pooled.clone(), w.clone(), None, options())).reshape([b, c]);
+        let s = sigmoid(conv1d(pooled.clone(), w.clone(), None, options())).reshape([b, c]);
         let dot: Tensor<B, 2> = (grad.clone() * x).sum_dim(1).reshape([b, c]);
         let dz = dot * s.clone() * s.clone().neg().add_scalar(1.0);
         let dpooled = conv1d(dz.clone().reshape([b, 1, c]), w.flip([2]), None, options()); // [B, 1, C]
