@@ -261,12 +261,14 @@ pub(crate) struct NormSettings {
     pub weights: [f32; 2],
 }
 
-/// Training-mode BatchNorm of `x [N, C]` with `gamma`, `beta` and the running `mean`, `var`:
-/// the output, the batch statistics `[2, C]` and the new running mean and variance.
+/// Training-mode BatchNorm of `x [.., C]` (its leading axes are the rows) with `gamma`, `beta`
+/// and the running `mean`, `var`: the output (`x`'s shape), the batch statistics `[2, C]` and
+/// the new running mean and variance.
 pub(crate) fn channel_norm_train<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, set: &NormSettings) -> Vec<CubeTensor<R>> {
     let [x, gamma, beta, mean, var] = take(inputs);
-    let [rows, channels] = dims::<R, 2>(&x);
-    let y = empty(&x, Shape::new([rows, channels]));
+    let y = empty(&x, x.meta.shape().clone());
+    let x = as_rows(x);
+    let [_, channels] = dims::<R, 2>(&x);
     let stats = empty(&x, Shape::new([2, channels]));
     let new_mean = empty(&x, Shape::new([channels]));
     let new_var = empty(&x, Shape::new([channels]));
@@ -1261,6 +1263,16 @@ fn empty<R: CubeRuntime>(like: &CubeTensor<R>, shape: Shape) -> CubeTensor<R> {
     empty_device_contiguous_dtype(like.client.clone(), like.device.clone(), shape, like.dtype)
 }
 
+/// `x [.., C]` as `[rows, C]`: a view when its leading axes are laid out as rows (a copy
+/// otherwise). The per-channel kernels index `[rows, C]` and write contiguous outputs, so an
+/// output of `x`'s own shape needs no reshape.
+fn as_rows<R: CubeRuntime>(x: CubeTensor<R>) -> CubeTensor<R> {
+    let shape = x.meta.shape();
+    let channels = shape[shape.num_dims() - 1];
+    let rows = shape.num_elements().checked_div(channels).unwrap_or(0);
+    burn_cubecl::ops::reshape(x, Shape::new([rows, channels]))
+}
+
 fn dims<R: CubeRuntime, const D: usize>(t: &CubeTensor<R>) -> [usize; D] {
     let shape = t.meta.shape();
     core::array::from_fn(|i| shape[i])
@@ -1352,6 +1364,7 @@ pub(crate) fn causal_dwconv_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>,
 /// Per-channel mean and biased variance of `x [N, C]`, as `[2, C]`.
 pub(crate) fn channel_stats<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, _: &()) -> Vec<CubeTensor<R>> {
     let [x] = take(inputs);
+    let x = as_rows(x);
     let [_, channels] = dims::<R, 2>(&x);
     let stats = empty(&x, Shape::new([2, channels]));
     let (count, cube_dim, units) = per_channel(&stats.client, channels, 1);
@@ -1369,12 +1382,14 @@ pub(crate) fn channel_stats<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, _: &()) 
     vec![stats]
 }
 
-/// Gradients of training-mode BatchNorm with respect to `x`, `gamma` and `beta`, from `x`,
-/// its statistics, `gamma` and the output gradient; `eps` is BatchNorm's epsilon.
+/// Gradients of training-mode BatchNorm with respect to `x [.., C]` (its leading axes are the
+/// rows; the gradient has its shape), `gamma` and `beta`, from `x`, its statistics, `gamma` and
+/// the output gradient; `eps` is BatchNorm's epsilon.
 pub(crate) fn channel_norm_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, eps: &f32) -> Vec<CubeTensor<R>> {
     let [x, stats, gamma, g] = take(inputs);
-    let [rows, channels] = dims::<R, 2>(&x);
-    let gx = empty(&x, Shape::new([rows, channels]));
+    let gx = empty(&x, x.meta.shape().clone());
+    let (x, g) = (as_rows(x), as_rows(g));
+    let [_, channels] = dims::<R, 2>(&x);
     let ggamma = empty(&x, Shape::new([channels]));
     let gbeta = empty(&x, Shape::new([channels]));
     let (count, cube_dim, units) = per_channel(&gx.client, channels, 1);

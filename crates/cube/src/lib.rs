@@ -91,7 +91,15 @@ pub fn causal_dwconv_backward(
     Some((gx, gw))
 }
 
-/// Per-channel mean and biased variance of `x [N, C]`, stacked as `[2, C]`.
+/// The channel count of `x [.., C]` (its last axis; its leading axes are rows), if it has two
+/// axes at least.
+fn channels(x: &DispatchTensor) -> Option<usize> {
+    let s = x.shape();
+    (s.num_dims() >= 2).then(|| s[s.num_dims() - 1])
+}
+
+/// Per-channel mean and biased variance of `x [.., C]` (its leading axes are rows), stacked as
+/// `[2, C]`.
 pub fn channel_stats(x: &DispatchTensor) -> Option<DispatchTensor> {
     let op = Op {
         name: "channel_stats",
@@ -99,12 +107,12 @@ pub fn channel_stats(x: &DispatchTensor) -> Option<DispatchTensor> {
         shared: 0,
         launch: Launchers::of(kernels::channel_stats, kernels::channel_stats),
     };
-    let [stats] = op.run(&[x], vec![Shape::new([2, x.shape()[1]])], ())?;
+    let [stats] = op.run(&[x], vec![Shape::new([2, channels(x)?])], ())?;
     Some(stats)
 }
 
-/// Training-mode BatchNorm of `x [N, C]` in one launch: `(x - mean) / sqrt(var + eps) * gamma +
-/// beta` with the batch's statistics, those statistics (`[2, C]`: mean, biased variance, for the
+/// Training-mode BatchNorm of `x [.., C]` (its leading axes are rows; `y` has its shape) in one
+/// launch: `(x - mean) / sqrt(var + eps) * gamma + beta` with the batch's statistics, those statistics (`[2, C]`: mean, biased variance, for the
 /// backward pass), and the running `mean`, `var` (`[C]`) after the batch, `running * (1 -
 /// momentum) + batch * momentum`. Returns `(y, stats, new_mean, new_var)`.
 pub fn channel_norm_train(
@@ -115,23 +123,22 @@ pub fn channel_norm_train(
     eps: f64,
     momentum: f64,
 ) -> Option<[DispatchTensor; 4]> {
-    let s = x.shape();
+    let c = channels(x)?;
     let (mean, var) = running;
-    let per_channel = [gamma, beta, mean, var].iter().all(|t| t.shape().num_dims() == 1 && t.shape()[0] == s[1]);
-    if s.num_dims() != 2 || !per_channel {
+    let per_channel = [gamma, beta, mean, var].iter().all(|t| t.shape().num_dims() == 1 && t.shape()[0] == c);
+    if !per_channel {
         return None;
     }
-    let c = s[1];
-    let shapes = vec![s.clone(), Shape::new([2, c]), Shape::new([c]), Shape::new([c])];
+    let shapes = vec![x.shape(), Shape::new([2, c]), Shape::new([c]), Shape::new([c])];
     let set = kernels::NormSettings { eps: eps as f32, weights: [(1.0 - momentum) as f32, momentum as f32] };
     let launch = Launchers::of(kernels::channel_norm_train, kernels::channel_norm_train);
     let op = Op { name: "channel_norm_train", bindings: 9, shared: 0, launch };
     op.run(&[x, gamma, beta, mean, var], shapes, set)
 }
 
-/// Gradients of training-mode BatchNorm (`x [N, C]` normalized with `stats` from
-/// [`channel_stats`], scaled by `gamma [C]`) with respect to `x`, `gamma` and `beta`; `eps` is
-/// the epsilon added to the variance.
+/// Gradients of training-mode BatchNorm (`x [.., C]` with its leading axes as rows, normalized
+/// with `stats` from [`channel_stats`], scaled by `gamma [C]`) with respect to `x`, `gamma` and
+/// `beta`; `eps` is the epsilon added to the variance.
 pub fn channel_norm_backward(
     x: &DispatchTensor,
     stats: &DispatchTensor,
@@ -139,7 +146,10 @@ pub fn channel_norm_backward(
     grad: &DispatchTensor,
     eps: f64,
 ) -> Option<(DispatchTensor, DispatchTensor, DispatchTensor)> {
-    let channels = x.shape()[1];
+    let channels = channels(x)?;
+    if grad.shape() != x.shape() {
+        return None;
+    }
     let shapes = vec![x.shape(), Shape::new([channels]), Shape::new([channels])];
     let launch = Launchers::of(kernels::channel_norm_backward, kernels::channel_norm_backward);
     let op = Op { name: "channel_norm_backward", bindings: 7, shared: 0, launch };

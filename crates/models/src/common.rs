@@ -198,36 +198,35 @@ impl<B: Kernels> ChannelNorm<B> {
     /// Half-precision input is normalized in f32 (BatchNorm statistics and running state stay
     /// f32, the usual mixed-precision practice) and cast back.
     pub fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
-        let [b, t, c] = x.dims();
         let dtype = x.dtype();
-        let rows =
-            if dtype == DType::F32 { x.reshape([b * t, c]) } else { x.reshape([b * t, c]).cast(FloatDType::F32) };
-        let y = if B::ad_enabled(&rows.device()) && self.bn.epsilon == crate::kernels::NORM_EPS {
-            let device = rows.device();
-            let running_mean = self.bn.running_mean.value_sync().to_device(&device);
-            let running_var = self.bn.running_var.value_sync().to_device(&device);
-            let (gamma, beta, momentum) = (self.bn.gamma.val(), self.bn.beta.val(), self.bn.momentum);
-            let running = (running_mean.clone(), running_var.clone());
-            let fused =
-                crate::kernels::ops::channel_norm_fused(rows.clone(), gamma.clone(), beta.clone(), running, momentum);
-            let (y, mean, var) = fused.unwrap_or_else(|| {
-                let (y, stats) = crate::kernels::ops::channel_norm_train(rows, gamma, beta);
-                let (mean, var) =
-                    crate::kernels::ops::running_stats(stats.detach(), running_mean, running_var, momentum);
-                (y, mean, var)
-            });
-            self.bn.running_mean.update(mean.detach());
-            self.bn.running_var.update(var.detach());
-            y
-        } else {
-            self.bn.forward(rows)
-        };
-        let y = y.reshape([b, t, c]);
         if dtype == DType::F32 {
-            y
-        } else {
-            y.cast(dtype)
+            return self.forward_f32(x);
         }
+        self.forward_f32(x.cast(FloatDType::F32)).cast(dtype)
+    }
+
+    /// [`ChannelNorm::forward`] of f32 activations.
+    fn forward_f32(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
+        let [b, t, c] = x.dims();
+        if !B::ad_enabled(&x.device()) || self.bn.epsilon != crate::kernels::NORM_EPS {
+            return self.bn.forward(x.reshape([b * t, c])).reshape([b, t, c]);
+        }
+        let device = x.device();
+        let running_mean = self.bn.running_mean.value_sync().to_device(&device);
+        let running_var = self.bn.running_var.value_sync().to_device(&device);
+        let (gamma, beta, momentum) = (self.bn.gamma.val(), self.bn.beta.val(), self.bn.momentum);
+        let running = (running_mean.clone(), running_var.clone());
+        // The fused kernel reads `[batch, time, C]` as rows itself (no reshape queued); the other
+        // paths take rows.
+        let fused = crate::kernels::ops::channel_norm_fused(x.clone(), gamma.clone(), beta.clone(), running, momentum);
+        let (y, mean, var) = fused.unwrap_or_else(|| {
+            let (y, stats) = crate::kernels::ops::channel_norm_train(x.reshape([b * t, c]), gamma, beta);
+            let (mean, var) = crate::kernels::ops::running_stats(stats.detach(), running_mean, running_var, momentum);
+            (y.reshape([b, t, c]), mean, var)
+        });
+        self.bn.running_mean.update(mean.detach());
+        self.bn.running_var.update(var.detach());
+        y
     }
 }
 

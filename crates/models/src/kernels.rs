@@ -381,10 +381,12 @@ pub trait Kernels: Backend {
         unwrap(reference::channel_norm(x, s, g, bt))
     }
 
-    /// Training-mode BatchNorm of `[rows, C]` and the running statistics after the batch in one
-    /// kernel, where the backend has one (`None` elsewhere): `[y, stats, new_mean, new_var]`,
-    /// as [`Kernels::channel_stats`], [`Kernels::channel_norm`] and [`Kernels::running_stats`]
-    /// give them (`running`: the running mean and variance, `[C]` each).
+    /// Training-mode BatchNorm of `[.., C]` (its leading axes are the rows; `y` has its shape,
+    /// so a `[batch, time, C]` activation needs no reshape) and the running statistics after the
+    /// batch in one kernel, where the backend has one (`None` elsewhere): `[y, stats, new_mean,
+    /// new_var]`, as [`Kernels::channel_stats`], [`Kernels::channel_norm`] and
+    /// [`Kernels::running_stats`] give them (`running`: the running mean and variance, `[C]`
+    /// each). Its backward ([`Kernels::channel_norm_backward`]) gets `x` at that shape too.
     fn channel_norm_fused(
         _x: FloatTensor<Self>,
         _gamma: FloatTensor<Self>,
@@ -395,8 +397,8 @@ pub trait Kernels: Backend {
         None
     }
 
-    /// Gradients of training-mode BatchNorm (through the batch statistics) with respect to `x`,
-    /// `gamma` and `beta`.
+    /// Gradients of training-mode BatchNorm (through the batch statistics) with respect to `x`
+    /// (`[rows, C]`, or any `[.., C]` after [`Kernels::channel_norm_fused`]), `gamma` and `beta`.
     fn channel_norm_backward(
         x: FloatTensor<Self>,
         stats: FloatTensor<Self>,
@@ -767,8 +769,13 @@ impl Kernels for burn::Dispatch {
         gamma: FloatTensor<Self>,
         grad: FloatTensor<Self>,
     ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>) {
-        cube::channel_norm_backward(&x, &stats, &gamma, &grad, NORM_EPS)
-            .unwrap_or_else(|| portable::channel_norm_backward::<Self>(x, stats, gamma, grad))
+        cube::channel_norm_backward(&x, &stats, &gamma, &grad, NORM_EPS).unwrap_or_else(|| {
+            // The fused forward hands its input over at any rank; the reference takes rows.
+            let shape = burn::tensor::TensorMetadata::shape(&x);
+            let (x, grad) = (as_rows::<Self>(x), as_rows::<Self>(grad));
+            let (gx, gg, gb) = portable::channel_norm_backward::<Self>(x, stats, gamma, grad);
+            (<Self as burn::tensor::ops::FloatTensorOps<Self>>::float_reshape(gx, shape), gg, gb)
+        })
     }
 
     fn running_stats(
@@ -780,6 +787,14 @@ impl Kernels for burn::Dispatch {
         cube::running_stats(&stats, &mean, &var, momentum)
             .unwrap_or_else(|| portable::running_stats::<Self>(stats, mean, var, momentum))
     }
+}
+
+/// `x [.., C]` as `[rows, C]`.
+fn as_rows<B: Backend>(x: FloatTensor<B>) -> FloatTensor<B> {
+    let shape = burn::tensor::TensorMetadata::shape(&x);
+    let channels = shape[shape.num_dims() - 1];
+    let rows = shape.num_elements().checked_div(channels).unwrap_or(0);
+    B::float_reshape(x, burn::tensor::Shape::new([rows, channels]))
 }
 
 /// Gradients of a two-input op with respect to both inputs, from the inputs and the output gradient.
@@ -1272,13 +1287,13 @@ pub mod ops {
 
     /// See [`Kernels::channel_norm_fused`]: `(y, new_mean, new_var)` where the backend runs it as
     /// one kernel, `None` elsewhere.
-    pub fn channel_norm_fused<B: Kernels>(
-        x: Tensor<B, 2>,
+    pub fn channel_norm_fused<B: Kernels, const D: usize>(
+        x: Tensor<B, D>,
         gamma: Tensor<B, 1>,
         beta: Tensor<B, 1>,
         running: (Tensor<B, 1>, Tensor<B, 1>),
         momentum: f64,
-    ) -> Option<(Tensor<B, 2>, Tensor<B, 1>, Tensor<B, 1>)> {
+    ) -> Option<(Tensor<B, D>, Tensor<B, 1>, Tensor<B, 1>)> {
         let running = (unwrap(running.0), unwrap(running.1));
         let [y, _, m, v] = B::channel_norm_fused(unwrap(x), unwrap(gamma), unwrap(beta), running, momentum)?;
         Some((wrap(y), wrap(m), wrap(v)))

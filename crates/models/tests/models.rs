@@ -1079,8 +1079,8 @@ mod slow {
 
     /// The `cube` crate's kernels on WGPU equal the reference tensor ops on the same device:
     /// values and gradients of the causal depthwise conv, the BatchNorm statistics, backward and
-    /// running statistics, and the optimizer's parameter views, on contiguous and strided
-    /// (transposed) inputs, channel counts that do not fill a
+    /// running statistics (on rows and on `[B, T, C]` itself), and the optimizer's parameter
+    /// views, on contiguous and strided (transposed) inputs, channel counts that do not fill a
     /// cube, sequences shorter than the kernel, in f32 and (where the adapter has it) f16. Each
     /// entry point is asserted to run (not fall back) on the device.
     #[test]
@@ -1122,7 +1122,7 @@ mod slow {
                 close(&format!("{name} dwconv dx"), &values(wrap3(gx)), &values(gx_ref), tol);
                 close(&format!("{name} dwconv dw"), &values(wrap2(gw)), &values(gw_ref), tol * 10.0);
 
-                let (x2, g2) = (x.reshape([b * t, c]), g.reshape([b * t, c]));
+                let (x2, g2) = (x.clone().reshape([b * t, c]), g.clone().reshape([b * t, c]));
                 let stats = wrap2(cube::channel_stats(&prim2(&x2)).expect("stats run on WGPU"));
                 close(
                     &format!("{name} stats"),
@@ -1136,7 +1136,8 @@ mod slow {
                         .expect("norm backward runs on WGPU");
                 let (gx_ref, gg_ref, gb_ref) =
                     reference::channel_norm_backward(x2.clone(), stats.clone(), gamma.clone(), g2);
-                close(&format!("{name} norm dx"), &values(wrap2(gx)), &values(gx_ref), tol * 10.0);
+                let gx2 = values(wrap2(gx));
+                close(&format!("{name} norm dx"), &gx2, &values(gx_ref), tol * 10.0);
                 close(&format!("{name} norm dgamma"), &values(wrap1(gg)), &values(gg_ref), tol * 10.0);
                 close(&format!("{name} norm dbeta"), &values(wrap1(gb)), &values(gb_ref), tol * 10.0);
                 let (mean, var) =
@@ -1152,11 +1153,26 @@ mod slow {
                 let [y, st, m, v] =
                     cube::channel_norm_train(&prim2(&x2), &prim1(&gamma), &prim1(&beta), running, NORM_EPS, 0.05)
                         .expect("the fused norm runs on WGPU");
-                let y_ref = reference::channel_norm(x2.clone(), stats.clone(), gamma.clone(), beta);
-                close(&format!("{name} fused norm"), &values(wrap2(y)), &values(y_ref), tol * 10.0);
+                let y_ref = reference::channel_norm(x2.clone(), stats.clone(), gamma.clone(), beta.clone());
+                let y2 = values(wrap2(y));
+                close(&format!("{name} fused norm"), &y2, &values(y_ref), tol * 10.0);
                 close(&format!("{name} fused stats"), &values(wrap2(st)), &values(stats.clone()), tol);
                 close(&format!("{name} fused running mean"), &values(wrap1(m)), &values(m_ref), tol);
                 close(&format!("{name} fused running var"), &values(wrap1(v)), &values(v_ref), tol);
+                // The same on `[B, T, C]` itself (rows read in place, or copied from the strided
+                // view), as the model's norm passes it: outputs of that shape, the same values.
+                let [y3, ..] =
+                    cube::channel_norm_train(&prim(&x), &prim1(&gamma), &prim1(&beta), running, NORM_EPS, 0.05)
+                        .expect("the fused norm takes [B, T, C]");
+                let y3 = wrap3(y3);
+                assert_eq!(y3.dims(), [b, t, c], "{name}");
+                close(&format!("{name} fused norm [B, T, C]"), &values(y3), &y2, 0.0);
+                let (gx3, _, _) =
+                    cube::channel_norm_backward(&prim(&x), &prim2(&stats), &prim1(&gamma), &prim(&g), NORM_EPS)
+                        .expect("norm backward takes [B, T, C]");
+                let gx3 = wrap3(gx3);
+                assert_eq!(gx3.dims(), [b, t, c], "{name}");
+                close(&format!("{name} norm dx [B, T, C]"), &values(gx3), &gx2, 0.0);
             }
         }
         // ECA and the attention ops on the fused projection, forward and backward, against the
