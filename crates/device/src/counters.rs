@@ -93,6 +93,19 @@ impl std::ops::Sub for WorkCounts {
     }
 }
 
+/// Burn fusion's operations registered, tensor drops among them, and plans run so far.
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+fn fusion_work() -> [u64; 3] {
+    let work = burn_fusion::counters::fusion_work();
+    [work.operations, work.drops, work.plans]
+}
+
+/// Without a GPU backend nothing goes through Burn's fusion.
+#[cfg(not(any(feature = "cuda", feature = "wgpu")))]
+fn fusion_work() -> [u64; 3] {
+    [0; 3]
+}
+
 /// Reads the counts of a process configured with a count log ([`crate::runtime::configure`]).
 #[derive(Debug, Clone)]
 pub struct WorkCounter {
@@ -122,10 +135,7 @@ impl WorkCounter {
         counts.reads = waits.reads;
         counts.syncs = waits.syncs;
         counts.seeds = waits.seeds;
-        let fusion = burn_fusion::counters::fusion_work();
-        counts.operations = fusion.operations;
-        counts.drops = fusion.drops;
-        counts.plans = fusion.plans;
+        [counts.operations, counts.drops, counts.plans] = fusion_work();
         Ok(counts)
     }
 
