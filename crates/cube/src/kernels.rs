@@ -1119,6 +1119,18 @@ pub(crate) struct Window {
 /// slice makes a view only when the end is aligned too, and copies otherwise); else a copy.
 pub(crate) fn view<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, window: &Window) -> Vec<CubeTensor<R>> {
     let [flat] = take(inputs);
+    vec![view_of(&flat, window)]
+}
+
+/// [`view`] for many windows of one tensor at once (one operation in the fusion stream). `&Vec`:
+/// the launcher type takes its parameters by reference.
+#[allow(clippy::ptr_arg)]
+pub(crate) fn views<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, windows: &Vec<Window>) -> Vec<CubeTensor<R>> {
+    let [flat] = take(inputs);
+    windows.iter().map(|window| view_of(&flat, window)).collect()
+}
+
+fn view_of<R: CubeRuntime>(flat: &CubeTensor<R>, window: &Window) -> CubeTensor<R> {
     let len = flat.meta.shape()[0];
     let count = window.shape.num_elements();
     let elem = flat.dtype.size() as u64;
@@ -1126,12 +1138,18 @@ pub(crate) fn view<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, window: &Window) 
     if flat.is_contiguous() && start.is_multiple_of(flat.client.properties().memory.alignment) {
         let end = (len - window.start - count) as u64 * elem;
         let handle = flat.handle.clone().offset_start(start).offset_end(end);
-        return vec![CubeTensor::new_contiguous(flat.client, flat.device, window.shape.clone(), handle, flat.dtype)];
+        return CubeTensor::new_contiguous(
+            flat.client.clone(),
+            flat.device.clone(),
+            window.shape.clone(),
+            handle,
+            flat.dtype,
+        );
     }
     // One range: the flat buffer has one dimension.
     #[allow(clippy::single_range_in_vec_init)]
-    let copy = burn_cubecl::kernel::slice(flat, &[window.start..window.start + count]);
-    vec![burn_cubecl::ops::reshape(burn_cubecl::kernel::into_contiguous(copy), window.shape.clone())]
+    let copy = burn_cubecl::kernel::slice(flat.clone(), &[window.start..window.start + count]);
+    burn_cubecl::ops::reshape(burn_cubecl::kernel::into_contiguous(copy), window.shape.clone())
 }
 
 /// Parts written per launch of [`assemble_kernel`].

@@ -344,6 +344,22 @@ pub fn view(flat: &DispatchTensor, start: usize, shape: Shape) -> Option<Dispatc
     Some(v)
 }
 
+/// [`view`] of many windows (`(start, shape)` each) at once: one operation in Burn's fusion
+/// stream where a view each takes one per window (the optimizer's views of every parameter at
+/// every step).
+pub fn views(flat: &DispatchTensor, windows: &[(usize, Shape)]) -> Option<Vec<DispatchTensor>> {
+    let len = flat.shape();
+    if len.num_dims() != 1 || windows.is_empty() || windows.iter().any(|(at, s)| at + s.num_elements() > len[0]) {
+        return None;
+    }
+    let op = Op { name: "views", bindings: 0, shared: 0, launch: Launchers::of(kernels::views, kernels::views) };
+    let shapes = windows.iter().map(|(_, s)| s.clone()).collect();
+    let windows =
+        windows.iter().map(|(start, shape)| kernels::Window { start: *start, shape: shape.clone() }).collect();
+    let views = op.run_vec(&[flat], shapes, windows)?;
+    Some(views)
+}
+
 /// One 1-D buffer of `len` elements with each part's elements (row-major, any rank) written at
 /// its offset (offsets ascending, parts not overlapping) and zeros elsewhere: the optimizer's
 /// flat gradient, in one launch per eight parts where writing each part into a zeroed buffer
@@ -399,6 +415,11 @@ impl<P: fusion::Params> Op<P> {
         shapes: Vec<Shape>,
         params: P,
     ) -> Option<[DispatchTensor; O]> {
+        self.run_vec(inputs, shapes, params)?.try_into().ok()
+    }
+
+    /// [`Op::run`] with as many outputs as `shapes`.
+    fn run_vec(&self, inputs: &[&DispatchTensor], shapes: Vec<Shape>, params: P) -> Option<Vec<DispatchTensor>> {
         let first = *inputs.first()?;
         let dtype = first.dtype();
         if !enabled() || inputs.iter().any(|t| t.dtype() != dtype) {
@@ -420,8 +441,7 @@ impl<P: fusion::Params> Op<P> {
         } else {
             return None;
         };
-        let outputs: Vec<DispatchTensor> = outputs.into_iter().map(|kind| first.clone().map_kind(|_| kind)).collect();
-        outputs.try_into().ok()
+        Some(outputs.into_iter().map(|kind| first.clone().map_kind(|_| kind)).collect())
     }
 
     /// Queues the op on the inputs' device if the device can run it and the kernels passed their

@@ -1278,6 +1278,17 @@ mod slow {
             let want = flat.clone().slice(start..start + shape[0] * shape[1]).reshape(shape);
             close(&format!("view at {start}"), &values(wrap2(view)), &values(want), 0.0);
         }
+        // The same windows, and a 1-D one, as one operation.
+        let windows = [(256, burn::tensor::Shape::new([3, 5])), (260, [2, 2].into()), (512, [7].into())];
+        let views = cube::views(&prim1(&flat), &windows).expect("views on WGPU");
+        assert_eq!(views.len(), 3);
+        for ((start, shape), view) in windows.iter().zip(views) {
+            let n = shape.num_elements();
+            let want = values(flat.clone().slice(*start..start + n));
+            let got = values(Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(view)).reshape([n]));
+            close(&format!("views at {start}"), &got, &want, 0.0);
+        }
+        assert!(cube::views(&prim1(&flat), &[(1020, [2, 3].into())]).is_none(), "a window past the end");
         // Tensors on the CPU are not the kernels' to run.
         let x = Tensor::<B, 2>::ones([4, 3], &dev());
         assert!(cube::channel_stats(&prim2(&x)).is_none());

@@ -283,7 +283,8 @@ impl Optim {
         });
         let update = Update { rule: self.rule, lr, factor, keep, has_grad, corrections };
         let (new_params, m, v) = update.apply(params, g, flat.m.clone(), flat.v.clone());
-        let mut load = LoadViews { flat: &new_params, segments: flat.segments.iter(), nodes: Vec::new() };
+        let views = all_views(&new_params, &flat.segments);
+        let mut load = LoadViews { flat: &new_params, segments: flat.segments.iter(), views, nodes: Vec::new() };
         let model = model.map(&mut load);
         let nodes = load.nodes;
         self.flat = Some(Flat { params: new_params, nodes, m, v, ..flat });
@@ -742,7 +743,17 @@ fn gather_grads(model: &M, grads: GradientsParams, flat: &Flat) -> (T1, Vec<Segm
 struct LoadViews<'a> {
     flat: &'a T1,
     segments: std::slice::Iter<'a, Segment>,
+    /// Every segment's view, in segment order, where [`all_views`] made them.
+    views: Option<std::vec::IntoIter<FloatTensor<InnerBackend>>>,
     nodes: Vec<u64>,
+}
+
+/// Views of every segment of `flat` in one operation (`cube::views`; a CubeCL device, where each
+/// segment's start is aligned), else `None`: one queued operation per parameter at every step
+/// is host work in Burn's fusion.
+fn all_views(flat: &T1, segments: &[Segment]) -> Option<std::vec::IntoIter<FloatTensor<InnerBackend>>> {
+    let windows: Vec<(usize, Shape)> = segments.iter().map(|s| (s.offset, Shape::from(s.shape.clone()))).collect();
+    cube::views(&primitive(flat.clone()), &windows).map(Vec::into_iter)
 }
 
 impl ModuleMapper<TrainBackend> for LoadViews<'_> {
@@ -753,10 +764,9 @@ impl ModuleMapper<TrainBackend> for LoadViews<'_> {
         }
         let seg = self.segments.next().expect("one segment per trainable parameter");
         let dims = tensor.dims();
-        // Burn's slice is a view only when the segment's end is aligned too; `cube::view`
-        // needs only its start aligned (which every segment's is) on a CubeCL device.
-        let flat = self.flat.clone().into_primitive().tensor();
-        let view = match cube::view(&flat, seg.offset, dims.into()) {
+        // Burn's slice is a view only when the segment's end is aligned too; `cube::views`
+        // needs only each start aligned (which every segment's is) on a CubeCL device.
+        let view = match self.views.as_mut().and_then(Iterator::next) {
             Some(view) => Tensor::from_primitive(TensorPrimitive::Float(view)),
             None => self.flat.clone().slice(seg.range()).reshape(dims),
         };
