@@ -1105,7 +1105,7 @@ pub(crate) fn softmax_dropout_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R>
     vec![gs]
 }
 
-/// Where [`view`] cuts its tensor: the first element and the shape.
+/// Where [`views`] cuts its tensor: the first element and the shape.
 #[derive(Clone, Debug)]
 pub(crate) struct Window {
     /// Offset of the view's first element in the 1-D input.
@@ -1114,22 +1114,17 @@ pub(crate) struct Window {
     pub shape: Shape,
 }
 
-/// `window.shape` elements of a contiguous 1-D tensor from `window.start`, as a view of its
-/// memory: no kernel, no copy, where the start is at the device's memory alignment (Burn's own
-/// slice makes a view only when the end is aligned too, and copies otherwise); else a copy.
-pub(crate) fn view<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, window: &Window) -> Vec<CubeTensor<R>> {
-    let [flat] = take(inputs);
-    vec![view_of(&flat, window)]
-}
-
-/// [`view`] for many windows of one tensor at once (one operation in the fusion stream). `&Vec`:
-/// the launcher type takes its parameters by reference.
+/// `window.shape` elements of a contiguous 1-D tensor from `window.start` for each window, as
+/// views of its memory: no kernel, no copy, where the start is at the device's memory alignment
+/// (Burn's own slice makes a view only when the end is aligned too, and copies otherwise); else a
+/// copy. `&Vec`: the launcher type takes its parameters by reference.
 #[allow(clippy::ptr_arg)]
 pub(crate) fn views<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, windows: &Vec<Window>) -> Vec<CubeTensor<R>> {
     let [flat] = take(inputs);
     windows.iter().map(|window| view_of(&flat, window)).collect()
 }
 
+/// One window of [`views`].
 fn view_of<R: CubeRuntime>(flat: &CubeTensor<R>, window: &Window) -> CubeTensor<R> {
     let len = flat.meta.shape()[0];
     let count = window.shape.num_elements();
@@ -1379,7 +1374,8 @@ pub(crate) fn causal_dwconv_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>,
     vec![gx, gw]
 }
 
-/// Per-channel mean and biased variance of `x [N, C]`, as `[2, C]`.
+/// Per-channel mean and biased variance of `x [.., C]` (its leading axes are the rows), as
+/// `[2, C]`.
 pub(crate) fn channel_stats<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, _: &()) -> Vec<CubeTensor<R>> {
     let [x] = take(inputs);
     let x = as_rows(x);

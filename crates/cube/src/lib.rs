@@ -112,9 +112,10 @@ pub fn channel_stats(x: &DispatchTensor) -> Option<DispatchTensor> {
 }
 
 /// Training-mode BatchNorm of `x [.., C]` (its leading axes are rows; `y` has its shape) in one
-/// launch: `(x - mean) / sqrt(var + eps) * gamma + beta` with the batch's statistics, those statistics (`[2, C]`: mean, biased variance, for the
-/// backward pass), and the running `mean`, `var` (`[C]`) after the batch, `running * (1 -
-/// momentum) + batch * momentum`. Returns `(y, stats, new_mean, new_var)`.
+/// launch: `(x - mean) / sqrt(var + eps) * gamma + beta` with the batch's statistics, those
+/// statistics (`[2, C]`: mean, biased variance, for the backward pass), and the running `mean`,
+/// `var` (`[C]`) after the batch, `running * (1 - momentum) + batch * momentum`. Returns `(y,
+/// stats, new_mean, new_var)`.
 pub fn channel_norm_train(
     x: &DispatchTensor,
     gamma: &DispatchTensor,
@@ -331,17 +332,11 @@ fn values_shapes(attn: &DispatchTensor, qkv: &DispatchTensor) -> Option<[usize; 
 }
 
 /// `shape` elements of the 1-D tensor `flat` from `start`, as a view of its memory where the
-/// device allows (the start at its memory alignment; the end anywhere), else a copy: the model's
-/// parameters as views of the optimizer's flat buffer. Burn's own slice copies unless the end is
-/// aligned too.
+/// device allows (the start at its memory alignment; the end anywhere), else a copy: one
+/// window of [`views`] (the drop-path masks' rows of one draw). Burn's own slice copies unless
+/// the end is aligned too.
 pub fn view(flat: &DispatchTensor, start: usize, shape: Shape) -> Option<DispatchTensor> {
-    let len = flat.shape();
-    if len.num_dims() != 1 || start + shape.num_elements() > len[0] {
-        return None;
-    }
-    let op = Op { name: "view", bindings: 0, shared: 0, launch: Launchers::of(kernels::view, kernels::view) };
-    let [v] = op.run(&[flat], vec![shape.clone()], kernels::Window { start, shape })?;
-    Some(v)
+    views(flat, &[(start, shape)])?.pop()
 }
 
 /// [`view`] of many windows (`(start, shape)` each) at once: one operation in Burn's fusion
