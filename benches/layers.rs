@@ -28,8 +28,9 @@ fn frame_mask<Bk: Backend>(device: &Bk::Device) -> FrameMask<Bk> {
     FrameMask::new(pad, burn::tensor::DType::F32)
 }
 
-fn input<Bk: Backend>(channels: usize, device: &Bk::Device) -> Tensor<Bk, 3> {
-    Tensor::random([BATCH, FRAMES, channels], Distribution::Normal(0.0, 1.0), device)
+/// Activations as the blocks take them: each sample's frames as consecutive rows.
+fn input<Bk: Backend>(channels: usize, device: &Bk::Device) -> Tensor<Bk, 2> {
+    Tensor::random([BATCH * FRAMES, channels], Distribution::Normal(0.0, 1.0), device)
 }
 
 /// Benchmarks `f` in inference mode on `B` and with backward on `AD`.
@@ -39,8 +40,8 @@ fn pair<MB, MA>(
     channels: usize,
     make_b: impl Fn(&device::DispatchDevice) -> MB,
     make_ad: impl Fn(&device::DispatchDevice) -> MA,
-    fwd_b: impl Fn(&MB, Tensor<B, 3>, &FrameMask<B>) -> Tensor<B, 3>,
-    fwd_ad: impl Fn(&MA, Tensor<AD, 3>, &FrameMask<AD>) -> Tensor<AD, 3>,
+    fwd_b: impl Fn(&MB, Tensor<B, 2>, &FrameMask<B>) -> Tensor<B, 2>,
+    fwd_ad: impl Fn(&MA, Tensor<AD, 2>, &FrameMask<AD>) -> Tensor<AD, 2>,
 ) where
     MB: Module<B>,
     MA: Module<AD>,
@@ -99,8 +100,8 @@ fn layers(c: &mut Criterion) {
         wide,
         |d| CausalDepthwiseConv::<B>::new(wide, cf.kernel, d),
         |d| CausalDepthwiseConv::<AD>::new(wide, cf.kernel, d),
-        |m, x, _| m.forward(x),
-        |m, x, _| m.forward(x),
+        |m, x, _| m.forward(x, FRAMES),
+        |m, x, _| m.forward(x, FRAMES),
     );
     pair(
         c,
@@ -129,11 +130,11 @@ fn layers(c: &mut Criterion) {
         move |d| ConvBlock::<B>::new(&c1, d),
         move |d| ConvBlock::<AD>::new(&c2, d),
         |m, x, mask| {
-            let no_drop = DropDraw::new(0.0, 0, &x);
+            let no_drop = DropDraw::new(0.0, 0, &x, mask);
             m.forward(x, mask, &no_drop)
         },
         |m, x, mask| {
-            let no_drop = DropDraw::new(0.0, 0, &x);
+            let no_drop = DropDraw::new(0.0, 0, &x, mask);
             m.forward(x, mask, &no_drop)
         },
     );
@@ -146,11 +147,11 @@ fn layers(c: &mut Criterion) {
         move |d| TransformerBlock::<B>::new(&c1, d),
         move |d| TransformerBlock::<AD>::new(&c2, d),
         |m, x, mask| {
-            let no_drop = DropDraw::new(0.0, 0, &x);
+            let no_drop = DropDraw::new(0.0, 0, &x, mask);
             m.forward(x, mask, &no_drop)
         },
         |m, x, mask| {
-            let no_drop = DropDraw::new(0.0, 0, &x);
+            let no_drop = DropDraw::new(0.0, 0, &x, mask);
             m.forward(x, mask, &no_drop)
         },
     );

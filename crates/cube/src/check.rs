@@ -82,11 +82,11 @@ fn self_test(device: &DispatchDevice, dtype: DType) -> Result<(), String> {
     // 3 taps: y = min(t + 1, 3); with a gradient of ones, dx = min(4 - t, 3) and
     // dw[c, j] = 2 x (4 - 3 + 1 + j) = 4, 6, 8.
     let (b, t, c, k) = (2, 4, 40, 3);
-    let x = tensor(vec![1.0; b * t * c], [b, t, c], device, dtype);
-    let w = tensor(vec![1.0; c * k], [c, k], device, dtype);
+    let x = tensor(vec![1.0; b * t * c], [b * t, c], device, dtype);
+    let w = tensor(vec![1.0; c * k], [c, 1, k], device, dtype);
     let per_frame = |f: &dyn Fn(usize) -> f32| (0..b * t * c).map(|i| f((i / c) % t)).collect::<Vec<f32>>();
-    expect("dwconv", crate::causal_dwconv(&prim(&x), &prim(&w)), &per_frame(&|t| (t + 1).min(k) as f32))?;
-    let (gx, gw) = crate::causal_dwconv_backward(&prim(&x), &prim(&w), &prim(&x)).unzip();
+    expect("dwconv", crate::causal_dwconv(&prim(&x), &prim(&w), t), &per_frame(&|t| (t + 1).min(k) as f32))?;
+    let (gx, gw) = crate::causal_dwconv_backward(&prim(&x), &prim(&w), &prim(&x), t).unzip();
     expect("dwconv input gradient", gx, &per_frame(&|f| (t - f).min(k) as f32))?;
     let want_gw: Vec<f32> = (0..c * k).map(|i| (b * (t - k + 1 + i % k)) as f32).collect();
     expect("dwconv weight gradient", gw, &want_gw)?;
@@ -140,7 +140,7 @@ fn self_test(device: &DispatchDevice, dtype: DType) -> Result<(), String> {
     // kernel: every gate is sigmoid(0) = 0.5, so y = 0.5. With a gradient of ones: dz = 4 x
     // 0.25 = 1 per channel, dx = 0.5 (the zero kernel passes nothing back to the average) and
     // dw[j] = 2 samples x the channels whose neighbour j - 1 exists: 78, 80, 78.
-    let x = tensor(vec![1.0; b * t * c], [b, t, c], device, dtype);
+    let x = tensor(vec![1.0; b * t * c], [b * t, c], device, dtype);
     let weights = tensor(vec![0.25; b * t], [b, 1, t], device, dtype);
     let w = tensor(vec![0.0; 3], [1, 1, 3], device, dtype);
     expect("eca", crate::eca(&prim(&x), &prim(&weights), &prim(&w)), &vec![0.5; b * t * c])?;

@@ -619,9 +619,10 @@ fn per_sample<R: CubeRuntime>(client: &cubecl::client::ComputeClient<R>, samples
     (CubeCount::Static(samples as u32, 1, 1), CubeDim::new_1d(units))
 }
 
-/// ECA: `x [B, T, C]`, `weights [B, 1, T]`, `w [1, 1, K]` -> `[B, T, C]`.
+/// ECA: `x [B * T, C]`, `weights [B, 1, T]`, `w [1, 1, K]` -> `[B * T, C]`.
 pub(crate) fn eca<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, _: &()) -> Vec<CubeTensor<R>> {
     let [x, weights, w] = take(inputs);
+    let x = as_frames(x, dims::<R, 3>(&weights)[2]);
     let [b, t, c] = dims::<R, 3>(&x);
     let y = empty(&x, Shape::new([b, t, c]));
     let (count, cube_dim) = per_sample(&y.client, b);
@@ -638,13 +639,15 @@ pub(crate) fn eca<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, _: &()) -> Vec<Cub
         REVISION,
         dtype,
     );
-    vec![y]
+    vec![as_rows(y)]
 }
 
 /// Gradients of [`eca`] with respect to `x` and `w`, from `x`, `weights`, `w` and the output
 /// gradient: two launches (the per-sample kernel, then the sum of the samples' kernel gradients).
 pub(crate) fn eca_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, _: &()) -> Vec<CubeTensor<R>> {
     let [x, weights, w, g] = take(inputs);
+    let frames = dims::<R, 3>(&weights)[2];
+    let (x, g) = (as_frames(x, frames), as_frames(g, frames));
     let [b, t, c] = dims::<R, 3>(&x);
     let taps = dims::<R, 3>(&w)[2];
     let dtype = storage(x.dtype);
@@ -676,7 +679,7 @@ pub(crate) fn eca_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, _: &()) -
         REVISION,
         dtype,
     );
-    vec![gx, gw]
+    vec![as_rows(gx), gw]
 }
 
 /// Attention scores from the fused projection `qkv [B * T, 3 D]` (columns: queries, keys,
@@ -1318,9 +1321,22 @@ fn storage(dtype: DType) -> StorageType {
     dtype.into()
 }
 
-/// Causal depthwise convolution: `x [B, T, C]`, `w [C, K]` -> `[B, T, C]`.
-pub(crate) fn causal_dwconv<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, _: &()) -> Vec<CubeTensor<R>> {
+/// `x [B * T, C]` as `[B, T, C]` for `frames` = T (a view of contiguous rows, else a copy).
+fn as_frames<R: CubeRuntime>(x: CubeTensor<R>, frames: usize) -> CubeTensor<R> {
+    let [rows, channels] = dims::<R, 2>(&x);
+    burn_cubecl::ops::reshape(x, Shape::new([rows / frames, frames, channels]))
+}
+
+/// A depthwise `Conv1d`'s weight `[C, 1, K]` as its taps `[C, K]`.
+fn as_taps<R: CubeRuntime>(w: CubeTensor<R>) -> CubeTensor<R> {
+    let [c, _, k] = dims::<R, 3>(&w);
+    burn_cubecl::ops::reshape(w, Shape::new([c, k]))
+}
+
+/// Causal depthwise convolution: `x [B * T, C]` (`frames` = T), `w [C, 1, K]` -> `[B * T, C]`.
+pub(crate) fn causal_dwconv<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, frames: &usize) -> Vec<CubeTensor<R>> {
     let [x, w] = take(inputs);
+    let (x, w) = (as_frames(x, *frames), as_taps(w));
     let y = empty(&x, Shape::new(dims::<R, 3>(&x)));
     let (count, cube_dim) = elementwise(&y);
     let dtype = storage(y.dtype);
@@ -1335,13 +1351,15 @@ pub(crate) fn causal_dwconv<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, _: &()) 
         REVISION,
         dtype,
     );
-    vec![y]
+    vec![as_rows(y)]
 }
 
-/// Gradients of [`causal_dwconv`] with respect to `x` and `w`, from `x`, `w` and the output
-/// gradient.
-pub(crate) fn causal_dwconv_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, _: &()) -> Vec<CubeTensor<R>> {
+/// Gradients of [`causal_dwconv`] with respect to `x` and `w` (in their shapes), from `x`, `w`
+/// and the output gradient.
+pub(crate) fn causal_dwconv_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, frames: &usize) -> Vec<CubeTensor<R>> {
     let [x, w, g] = take(inputs);
+    let weight_shape = w.meta.shape().clone();
+    let (x, w, g) = (as_frames(x, *frames), as_taps(w), as_frames(g, *frames));
     let [_, _, channels] = dims::<R, 3>(&x);
     let [_, taps] = dims::<R, 2>(&w);
     let dtype = storage(x.dtype);
@@ -1371,7 +1389,7 @@ pub(crate) fn causal_dwconv_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>,
         REVISION,
         dtype,
     );
-    vec![gx, gw]
+    vec![as_rows(gx), burn_cubecl::ops::reshape(gw, weight_shape)]
 }
 
 /// Per-channel mean and biased variance of `x [.., C]` (its leading axes are the rows), as

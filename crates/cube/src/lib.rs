@@ -66,29 +66,49 @@ pub fn available(x: &DispatchTensor) -> bool {
     props_ok && check::verdict(&device, dtype).is_ok()
 }
 
-/// Causal depthwise convolution, `x [B, T, C]` and `w [C, K]` -> `[B, T, C]` (see
-/// `models::kernels::Kernels::causal_dwconv`).
-pub fn causal_dwconv(x: &DispatchTensor, w: &DispatchTensor) -> Option<DispatchTensor> {
+/// Causal depthwise convolution over the frames of each sample: `x [B * T, C]` (each sample's
+/// `frames` consecutive rows) and `w [C, 1, K]` (a depthwise `Conv1d`'s weight) -> `[B * T, C]`
+/// (see `models::kernels::Kernels::causal_dwconv`). Rows and taps are read in these shapes, so
+/// no reshape is queued around the op.
+pub fn causal_dwconv(x: &DispatchTensor, w: &DispatchTensor, frames: usize) -> Option<DispatchTensor> {
+    dwconv_shapes(x, w, frames)?;
     let op = Op {
         name: "causal_dwconv",
         bindings: 3,
         shared: 0,
         launch: Launchers::of(kernels::causal_dwconv, kernels::causal_dwconv),
     };
-    let [y] = op.run(&[x, w], vec![x.shape()], ())?;
+    let [y] = op.run(&[x, w], vec![x.shape()], frames)?;
     Some(y)
 }
 
-/// Gradients of [`causal_dwconv`] with respect to `x` and `w`.
+/// Gradients of [`causal_dwconv`] with respect to `x` and `w` (in their shapes).
 pub fn causal_dwconv_backward(
     x: &DispatchTensor,
     w: &DispatchTensor,
     grad: &DispatchTensor,
+    frames: usize,
 ) -> Option<(DispatchTensor, DispatchTensor)> {
+    dwconv_shapes(x, w, frames)?;
+    if grad.shape() != x.shape() {
+        return None;
+    }
     let launch = Launchers::of(kernels::causal_dwconv_backward, kernels::causal_dwconv_backward);
     let op = Op { name: "causal_dwconv_backward", bindings: 3, shared: 0, launch };
-    let [gx, gw] = op.run(&[x, w, grad], vec![x.shape(), w.shape()], ())?;
+    let [gx, gw] = op.run(&[x, w, grad], vec![x.shape(), w.shape()], frames)?;
     Some((gx, gw))
+}
+
+/// `Some` when `x [B * T, C]` holds whole samples of `frames` rows and `w` is `[C, 1, K]`.
+fn dwconv_shapes(x: &DispatchTensor, w: &DispatchTensor, frames: usize) -> Option<()> {
+    let (xs, ws) = (x.shape(), w.shape());
+    let ok = xs.num_dims() == 2
+        && ws.num_dims() == 3
+        && frames > 0
+        && xs[0].is_multiple_of(frames)
+        && (ws[0], ws[1]) == (xs[1], 1)
+        && ws[2] > 0;
+    ok.then_some(())
 }
 
 /// The channel count of `x [.., C]` (its last axis; its leading axes are rows), if it has two
@@ -174,10 +194,10 @@ pub fn running_stats(
     Some((m, v))
 }
 
-/// Efficient channel attention of `x [B, T, C]` (see `models::common::Eca`): the time average
-/// with `weights [B, 1, T]`, its convolution over channels with `w [1, 1, K]` (`K` odd, zero
-/// padding `K / 2`), a sigmoid gate per (sample, channel), and `x * gate`. `None` beyond
-/// [`kernels::ECA_MAX_CHANNELS`] channels.
+/// Efficient channel attention of `x [B * T, C]` (each sample's `T` consecutive rows; see
+/// `models::common::Eca`): the time average with `weights [B, 1, T]`, its convolution over
+/// channels with `w [1, 1, K]` (`K` odd, zero padding `K / 2`), a sigmoid gate per (sample,
+/// channel), and `x * gate`. `None` beyond [`kernels::ECA_MAX_CHANNELS`] channels.
 pub fn eca(x: &DispatchTensor, weights: &DispatchTensor, w: &DispatchTensor) -> Option<DispatchTensor> {
     let shared = eca_shapes(x, weights, w)?;
     let op = Op { name: "eca", bindings: 4, shared, launch: Launchers::of(kernels::eca, kernels::eca) };
@@ -205,14 +225,15 @@ pub fn eca_backward(
 /// The shared memory the ECA kernels need for these inputs, if their shapes are ECA's.
 fn eca_shapes(x: &DispatchTensor, weights: &DispatchTensor, w: &DispatchTensor) -> Option<usize> {
     let (xs, ms, ws) = (x.shape(), weights.shape(), w.shape());
-    let ok = xs.num_dims() == 3
+    let ok = xs.num_dims() == 2
         && ms.num_dims() == 3
         && ws.num_dims() == 3
-        && (ms[0], ms[1], ms[2]) == (xs[0], 1, xs[1])
+        && ms[1] == 1
+        && ms[0] * ms[2] == xs[0]
         && (ws[0], ws[1]) == (1, 1)
         && ws[2] % 2 == 1
-        && xs[2] <= kernels::ECA_MAX_CHANNELS;
-    ok.then(|| kernels::eca_shared_bytes(xs[2]))
+        && xs[1] <= kernels::ECA_MAX_CHANNELS;
+    ok.then(|| kernels::eca_shared_bytes(xs[1]))
 }
 
 /// Attention scores `[B, H, T, T]` from the fused projection `qkv [B * T, 3 D]` (queries, keys

@@ -143,7 +143,7 @@ fn each_eval_block_equals_burns_eval_forward_of_that_block() {
     let (batch, frames) = (3, 16);
     let (_, mask, valid) = inputs(batch, frames, 1);
     let frame_mask = FrameMask::new(mask, burn::tensor::DType::F32);
-    let x = seeded(7, [batch, frames, dim]);
+    let x = seeded(7, [batch, frames, dim]).reshape([batch * frames, dim]);
     let host = values(x.clone());
     let check = |what: String, burn: &[f32], run: &dyn Fn(Weights, &mut Vec<f32>)| {
         let scale = max_abs(burn).max(1.0);
@@ -155,11 +155,11 @@ fn each_eval_block_equals_burns_eval_forward_of_that_block() {
         }
     };
     for (i, block) in m.conv_blocks.iter().enumerate() {
-        let burn = values(block.forward(x.clone(), &frame_mask, &DropDraw::new(0.0, 0, &x)));
+        let burn = values(block.forward(x.clone(), &frame_mask, &DropDraw::new(0.0, 0, &x, &frame_mask)));
         check(format!("conv block {i}"), &burn, &|w, ours| EvalConvBlock::new(block, w).forward(ours, &valid, frames));
     }
     for (i, block) in m.transformer_blocks.iter().enumerate() {
-        let burn = values(block.forward(x.clone(), &frame_mask, &DropDraw::new(0.0, 0, &x)));
+        let burn = values(block.forward(x.clone(), &frame_mask, &DropDraw::new(0.0, 0, &x, &frame_mask)));
         check(format!("transformer block {i}"), &burn, &|w, ours| {
             EvalTransformerBlock::new(block, w).forward(ours, &valid, frames)
         });

@@ -72,6 +72,16 @@ impl<B: Backend> FrameMask<B> {
         Self { mean_weights, key_bias }
     }
 
+    /// The batch size.
+    pub fn batch(&self) -> usize {
+        self.mean_weights.dims()[0]
+    }
+
+    /// Frames per sample.
+    pub fn frames(&self) -> usize {
+        self.mean_weights.dims()[2]
+    }
+
     /// Mean of `x` over each sample's valid frames.
     ///
     /// # Shapes
@@ -104,80 +114,95 @@ pub struct DropPath {
 
 impl DropPath {
     /// # Shapes
-    /// - x: `[batch, ...]`
-    pub fn forward<B: Kernels, const D: usize>(&self, x: Tensor<B, D>) -> Tensor<B, D> {
+    /// - x: `[batch * frames, channels]` (each sample's frames as consecutive rows) -> same
+    pub fn forward<B: Kernels>(&self, x: Tensor<B, 2>, frames: usize) -> Tensor<B, 2> {
         if self.prob <= 0.0 || !B::ad_enabled(&x.device()) {
             return x;
         }
-        let mut shape = [1usize; D];
-        shape[0] = x.dims()[0];
+        let [rows, c] = x.dims();
+        let batch = rows / frames.max(1);
         let keep = 1.0 - self.prob;
-        let mask = Tensor::<B, D>::random(shape, Distribution::Bernoulli(keep), &x.device()).cast(x.dtype());
-        x * mask.div_scalar(keep)
+        let mask = Tensor::<B, 3>::random([batch, 1, 1], Distribution::Bernoulli(keep), &x.device()).cast(x.dtype());
+        (x.reshape([batch, frames, c]) * mask.div_scalar(keep)).reshape([rows, c])
     }
 
     /// [`DropPath::forward`] with the mask from `draw` where it has one.
-    pub fn forward_with<B: Kernels, const D: usize>(&self, x: Tensor<B, D>, draw: &DropDraw<B>) -> Tensor<B, D> {
+    pub fn forward_with<B: Kernels>(&self, x: Tensor<B, 2>, draw: &DropDraw<B>) -> Tensor<B, 2> {
         if self.prob <= 0.0 || !B::ad_enabled(&x.device()) {
             return x;
         }
-        match draw.take::<D>(self.prob) {
+        match draw.take(self.prob) {
             Some(mask) => x * mask,
-            None => self.forward(x),
+            None => self.forward(x, draw.frames),
         }
     }
 }
 
 /// The drop-path masks of one forward pass. On a device with the GPU kernels
 /// ([`crate::kernels::ops::fused_kernels`]) in training, every branch's mask is drawn in one
-/// launch and handed out as a view (a draw per branch is a launch each there); elsewhere each
-/// [`DropPath`] draws its own.
+/// launch, spread over its rows in one more and handed out as a view (a draw per branch is a
+/// launch each there); elsewhere each [`DropPath`] draws its own.
 #[derive(Debug)]
 pub struct DropDraw<B: Backend> {
-    /// `[branches x stride]`: each branch's mask (`0` or `1 / keep` per sample) in its row.
+    /// `[branches x stride]`: each branch's mask over the rows (`0` or `1 / keep`, the same for
+    /// all rows of a sample) from the start of its block.
     flat: Option<Tensor<B, 1>>,
     prob: f64,
     stride: usize,
-    batch: usize,
+    rows: usize,
+    frames: usize,
     next: core::cell::Cell<usize>,
 }
 
-/// Elements per row of [`DropDraw`]'s buffer are a multiple of this, so every row starts at the
-/// device's memory alignment (at most 512 bytes; 256 f16 or f32 elements are at least that).
+/// Elements per block of [`DropDraw`]'s buffer are a multiple of this, so every block starts at
+/// the device's memory alignment (at most 512 bytes; 256 f16 or f32 elements are at least that).
 const DROP_ROW_ALIGN: usize = 256;
 
 impl<B: Kernels> DropDraw<B> {
-    /// Masks for up to `branches` residual branches over the samples of `like` (`[batch, ..]`,
-    /// the activations' dtype), dropping a branch with probability `prob`.
-    pub fn new<const D: usize>(prob: f64, branches: usize, like: &Tensor<B, D>) -> Self {
-        let batch = like.dims()[0];
-        let stride = batch.div_ceil(DROP_ROW_ALIGN) * DROP_ROW_ALIGN;
+    /// Masks for up to `branches` residual branches over the rows of activations like `like`
+    /// (`[batch * frames, C]`, the activations' dtype) for the batch `mask` describes, dropping a
+    /// branch with probability `prob`.
+    pub fn new(prob: f64, branches: usize, like: &Tensor<B, 2>, mask: &FrameMask<B>) -> Self {
+        let (batch, frames) = (mask.batch(), mask.frames());
+        // Samples per block, rounded up so a block's rows fill whole alignment units.
+        let per_unit = DROP_ROW_ALIGN / gcd(frames.max(1), DROP_ROW_ALIGN);
+        let samples = batch.div_ceil(per_unit) * per_unit;
+        let stride = samples * frames;
         let device = like.device();
         let at_once = prob > 0.0 && branches > 0 && B::ad_enabled(&device) && crate::kernels::ops::fused_kernels(like);
         let flat = at_once.then(|| {
             let keep = 1.0 - prob;
-            Tensor::<B, 1>::random([branches * stride], Distribution::Bernoulli(keep), (&device, like.dtype()))
-                .div_scalar(keep)
+            let draws =
+                Tensor::<B, 3>::random([branches, samples, 1], Distribution::Bernoulli(keep), (&device, like.dtype()))
+                    .div_scalar(keep);
+            let spread = Tensor::<B, 3>::zeros([branches, samples, frames], (&device, like.dtype())) + draws;
+            spread.reshape([branches * stride])
         });
-        Self { flat, prob, stride, batch, next: core::cell::Cell::new(0) }
+        Self { flat, prob, stride, rows: batch * frames, frames, next: core::cell::Cell::new(0) }
     }
 
-    /// The next branch's mask, `[batch, 1, ..]`, if this draw has one for `prob`.
-    fn take<const D: usize>(&self, prob: f64) -> Option<Tensor<B, D>> {
+    /// The next branch's mask, `[batch * frames, 1]`, if this draw has one for `prob`.
+    fn take(&self, prob: f64) -> Option<Tensor<B, 2>> {
         let flat = self.flat.as_ref().filter(|_| prob == self.prob)?;
-        let row = self.next.get();
-        if (row + 1) * self.stride > flat.dims()[0] {
+        let block = self.next.get();
+        if (block + 1) * self.stride > flat.dims()[0] {
             return None;
         }
-        self.next.set(row + 1);
-        let mut shape = [1usize; D];
-        shape[0] = self.batch;
-        Some(crate::kernels::ops::view(flat.clone(), row * self.stride, shape))
+        self.next.set(block + 1);
+        Some(crate::kernels::ops::view(flat.clone(), block * self.stride, [self.rows, 1]))
     }
 }
 
-/// BatchNorm over the channel axis of a channels-last tensor, applied as `[batch * time, C]`
-/// (no transpose: strided views are slow in Burn's CPU backends).
+/// The greatest common divisor of `a` and `b`.
+fn gcd(mut a: usize, mut b: usize) -> usize {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// BatchNorm over the channel axis of rows `[batch * time, C]` (channels last: no transpose,
+/// strided views are slow in Burn's CPU backends).
 #[derive(Module, Debug)]
 pub struct ChannelNorm<B: Backend> {
     /// Burn's BatchNorm, whose parameters and running statistics this layer uses.
@@ -191,13 +216,13 @@ impl<B: Kernels> ChannelNorm<B> {
     }
 
     /// # Shapes
-    /// - x: `[batch, time, channels]` -> same
+    /// - x: `[rows, channels]` -> same
     ///
     /// Training mode runs [`crate::kernels`]' BatchNorm (closed-form backward) and updates the
     /// running statistics exactly as Burn's `BatchNorm` does (biased batch variance, `momentum`).
     /// Half-precision input is normalized in f32 (BatchNorm statistics and running state stay
     /// f32, the usual mixed-precision practice) and cast back.
-    pub fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
+    pub fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
         let dtype = x.dtype();
         if dtype == DType::F32 {
             return self.forward_f32(x);
@@ -206,23 +231,20 @@ impl<B: Kernels> ChannelNorm<B> {
     }
 
     /// [`ChannelNorm::forward`] of f32 activations.
-    fn forward_f32(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
-        let [b, t, c] = x.dims();
+    fn forward_f32(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
         if !B::ad_enabled(&x.device()) || self.bn.epsilon != crate::kernels::NORM_EPS {
-            return self.bn.forward(x.reshape([b * t, c])).reshape([b, t, c]);
+            return self.bn.forward(x);
         }
         let device = x.device();
         let running_mean = self.bn.running_mean.value_sync().to_device(&device);
         let running_var = self.bn.running_var.value_sync().to_device(&device);
         let (gamma, beta, momentum) = (self.bn.gamma.val(), self.bn.beta.val(), self.bn.momentum);
         let running = (running_mean.clone(), running_var.clone());
-        // The fused kernel reads `[batch, time, C]` as rows itself (no reshape queued); the other
-        // paths take rows.
         let fused = crate::kernels::ops::channel_norm_fused(x.clone(), gamma.clone(), beta.clone(), running, momentum);
         let (y, mean, var) = fused.unwrap_or_else(|| {
-            let (y, stats) = crate::kernels::ops::channel_norm_train(x.reshape([b * t, c]), gamma, beta);
+            let (y, stats) = crate::kernels::ops::channel_norm_train(x, gamma, beta);
             let (mean, var) = crate::kernels::ops::running_stats(stats.detach(), running_mean, running_var, momentum);
-            (y.reshape([b, t, c]), mean, var)
+            (y, mean, var)
         });
         self.bn.running_mean.update(mean.detach());
         self.bn.running_var.update(var.detach());
@@ -253,16 +275,10 @@ impl<B: Kernels> CausalDepthwiseConv<B> {
         Self { conv, kernel }
     }
 
-    /// The kernel as `[channels, kernel]` (the weight without its middle axis: no copy).
-    pub fn taps(&self) -> Tensor<B, 2> {
-        let [c, _, k] = self.conv.weight.dims();
-        self.conv.weight.val().reshape([c, k])
-    }
-
     /// # Shapes
-    /// - x: `[batch, time, channels]` -> same
-    pub fn forward(&self, x: Tensor<B, 3>) -> Tensor<B, 3> {
-        crate::kernels::ops::causal_dwconv(x, self.taps())
+    /// - x: `[batch * frames, channels]` (each sample's frames as consecutive rows) -> same
+    pub fn forward(&self, x: Tensor<B, 2>, frames: usize) -> Tensor<B, 2> {
+        crate::kernels::ops::causal_dwconv(x, self.conv.weight.val(), frames)
     }
 }
 
@@ -285,13 +301,13 @@ impl<B: Kernels> Eca<B> {
     }
 
     /// # Shapes
-    /// - x: `[batch, time, channels]` -> `[batch, time, channels]`
-    pub fn forward(&self, x: Tensor<B, 3>, mask: &FrameMask<B>) -> Tensor<B, 3> {
+    /// - x: `[batch * time, channels]` (each sample's frames as consecutive rows) -> same
+    pub fn forward(&self, x: Tensor<B, 2>, mask: &FrameMask<B>) -> Tensor<B, 2> {
         if crate::kernels::ops::fused_kernels(&x) {
             return crate::kernels::ops::eca(x, mask.mean_weights.clone(), self.conv.weight.val());
         }
-        let [b, _, c] = x.dims();
-        let pooled = mask.mean(x.clone()).reshape([b, 1, c]);
+        let ([rows, c], b) = (x.dims(), mask.batch());
+        let pooled = mask.mean(x.clone().reshape([b, rows / b, c])).reshape([b, 1, c]);
         let gate = burn::tensor::activation::sigmoid(self.conv.forward(pooled)).reshape([b, c]);
         crate::kernels::ops::scale_channels(x, gate)
     }
@@ -323,24 +339,24 @@ impl<B: Kernels> SelfAttention<B> {
     }
 
     /// # Shapes
-    /// - x: `[batch, time, dim]` -> `[batch, time, dim]`
-    pub fn forward(&self, x: Tensor<B, 3>, mask: &FrameMask<B>) -> Tensor<B, 3> {
-        let [b, t, d] = x.dims();
+    /// - x: `[batch * time, dim]` (each sample's frames as consecutive rows) -> same
+    pub fn forward(&self, x: Tensor<B, 2>, mask: &FrameMask<B>) -> Tensor<B, 2> {
+        let ([b, t], d) = ([mask.batch(), mask.frames()], x.dims()[1]);
         let h = self.heads;
         if crate::kernels::ops::fused_kernels(&x) {
             // One product for q, k and v; the GPU kernels read them in place from its columns
             // and write the output with the heads merged.
-            let qkv = linear(&self.qkv, x.reshape([b * t, d]));
+            let qkv = linear(&self.qkv, x);
             let scores = crate::kernels::ops::attention_scores(qkv.clone(), b, h);
             let attn =
                 crate::kernels::ops::key_biased_softmax_dropout(scores, mask.key_bias.clone(), self.dropout.prob);
             let out = crate::kernels::ops::attention_values(attn, qkv);
-            return linear(&self.proj, out).reshape([b, t, d]);
+            return linear(&self.proj, out);
         }
         let hd = d / h;
         // q, k and v from column blocks of the fused weight (strided views, read in place by the
         // matrix product) so no activation is sliced; heads split/merged by `kernels`.
-        let rows = x.reshape([b * t, d]);
+        let rows = x;
         let w = self.qkv.weight.val(); // [d, 3d]
         let part = |i: usize| {
             crate::kernels::ops::linear(rows.clone(), w.clone().narrow(1, i * d, d), None).reshape([b, t, d])
@@ -351,6 +367,6 @@ impl<B: Kernels> SelfAttention<B> {
         let scores = q.matmul(kt).mul_scalar(1.0 / (hd as f64).sqrt()); // [B, H, T, T]
         let attn = crate::kernels::ops::key_biased_softmax_dropout(scores, mask.key_bias.clone(), self.dropout.prob);
         let out = crate::kernels::ops::merge_heads(attn.matmul(v)).reshape([b * t, d]);
-        linear(&self.proj, out).reshape([b, t, d])
+        linear(&self.proj, out)
     }
 }

@@ -8,7 +8,7 @@ use burn::tensor::backend::Backend;
 use burn::tensor::{Bool, Tensor};
 use serde::{Deserialize, Serialize};
 
-use crate::common::{linear_rows, CausalDepthwiseConv, ChannelNorm, DropDraw, DropPath, Eca, FrameMask, SelfAttention};
+use crate::common::{linear, CausalDepthwiseConv, ChannelNorm, DropDraw, DropPath, Eca, FrameMask, SelfAttention};
 
 /// Sizes of the conv-transformer. Defaults are the reference model (~1.78M trainable params
 /// with 469 input features and 250 classes).
@@ -89,13 +89,13 @@ impl<B: Kernels> ConvBlock<B> {
     }
 
     /// # Shapes
-    /// - x: `[batch, time, dim]` -> `[batch, time, dim]`
-    pub fn forward(&self, x: Tensor<B, 3>, mask: &FrameMask<B>, drops: &DropDraw<B>) -> Tensor<B, 3> {
-        let h = crate::kernels::ops::silu(linear_rows(&self.expand, x.clone()));
-        let h = self.dwconv.forward(h);
+    /// - x: `[batch * time, dim]` (each sample's frames as consecutive rows) -> same
+    pub fn forward(&self, x: Tensor<B, 2>, mask: &FrameMask<B>, drops: &DropDraw<B>) -> Tensor<B, 2> {
+        let h = crate::kernels::ops::silu(linear(&self.expand, x.clone()));
+        let h = self.dwconv.forward(h, mask.frames());
         let h = self.norm.forward(h);
         let h = self.eca.forward(h, mask);
-        let h = linear_rows(&self.project, h);
+        let h = linear(&self.project, h);
         x + self.drop_path.forward_with(h, drops)
     }
 }
@@ -131,14 +131,11 @@ impl<B: Kernels> TransformerBlock<B> {
     }
 
     /// # Shapes
-    /// - x: `[batch, time, dim]` -> `[batch, time, dim]`
-    pub fn forward(&self, x: Tensor<B, 3>, mask: &FrameMask<B>, drops: &DropDraw<B>) -> Tensor<B, 3> {
+    /// - x: `[batch * time, dim]` (each sample's frames as consecutive rows) -> same
+    pub fn forward(&self, x: Tensor<B, 2>, mask: &FrameMask<B>, drops: &DropDraw<B>) -> Tensor<B, 2> {
         let h = self.attention.forward(self.norm1.forward(x.clone()), mask);
         let x = x + self.drop_path.forward_with(h, drops);
-        let h = linear_rows(
-            &self.ffn_out,
-            crate::kernels::ops::silu(linear_rows(&self.ffn_in, self.norm2.forward(x.clone()))),
-        );
+        let h = linear(&self.ffn_out, crate::kernels::ops::silu(linear(&self.ffn_in, self.norm2.forward(x.clone()))));
         x + self.drop_path.forward_with(h, drops)
     }
 }
@@ -189,7 +186,9 @@ impl<B: Kernels> ConvTransformer<B> {
     /// - output: logits `[batch, classes]`
     pub fn forward(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 2> {
         let (h, mask) = self.encode(x, pad_mask);
-        let pooled = mask.mean(h);
+        let [rows, c] = h.dims();
+        let b = mask.batch();
+        let pooled = mask.mean(h.reshape([b, rows / b, c]));
         let pooled = if self.late_dropout_enabled { self.late_dropout.forward(pooled) } else { pooled };
         crate::common::linear(&self.classifier, pooled)
     }
@@ -201,19 +200,25 @@ impl<B: Kernels> ConvTransformer<B> {
     /// - x: `[batch, time, features]`, pad_mask: `[batch, time]` (true = pad)
     /// - output: logits `[batch, time, classes]`
     pub fn forward_frames(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> Tensor<B, 3> {
+        let [b, t, _] = x.dims();
         let (h, _) = self.encode(x, pad_mask);
         let h = if self.late_dropout_enabled { self.late_dropout.forward(h) } else { h };
-        linear_rows(&self.classifier, h)
+        let logits = linear(&self.classifier, h);
+        let classes = logits.dims()[1];
+        logits.reshape([b, t, classes])
     }
 
-    /// Stem, stages and `top`: `[batch, time, features] -> [batch, time, 2 dim]`, and the
-    /// padding mask's forms (in the activations' dtype) the blocks used.
-    fn encode(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> (Tensor<B, 3>, FrameMask<B>) {
-        let mut x = self.stem_norm.forward(linear_rows(&self.stem, x));
+    /// Stem, stages and `top`: `[batch, time, features] -> [batch * time, 2 dim]` (the blocks
+    /// work on rows, so the linear layers between them queue no reshapes), and the padding
+    /// mask's forms (in the activations' dtype) the blocks used.
+    fn encode(&self, x: Tensor<B, 3>, pad_mask: Tensor<B, 2, Bool>) -> (Tensor<B, 2>, FrameMask<B>) {
+        let [b, t, f] = x.dims();
+        let mut x = self.stem_norm.forward(linear(&self.stem, x.reshape([b * t, f])));
         let mask = FrameMask::new(pad_mask, x.dtype());
         // One residual branch per conv block, two per transformer block.
         let prob = self.conv_blocks.first().map_or(0.0, |b| b.drop_path.prob);
-        let drops = DropDraw::new(prob, self.conv_blocks.len() + 2 * self.transformer_blocks.len(), &x);
+        let branches = self.conv_blocks.len() + 2 * self.transformer_blocks.len();
+        let drops = DropDraw::new(prob, branches, &x, &mask);
         for (stage, transformer) in self.transformer_blocks.iter().enumerate() {
             let start = stage * self.conv_blocks_per_stage;
             for block in &self.conv_blocks[start..start + self.conv_blocks_per_stage] {
@@ -221,6 +226,6 @@ impl<B: Kernels> ConvTransformer<B> {
             }
             x = transformer.forward(x, &mask, &drops);
         }
-        (linear_rows(&self.top, x), mask)
+        (linear(&self.top, x), mask)
     }
 }

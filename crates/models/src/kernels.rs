@@ -50,24 +50,26 @@ pub trait Kernels: Backend {
         None
     }
 
-    /// Causal depthwise convolution: `y[b, t, c] = sum_k w[c, k] * x[b, t - K + 1 + k, c]`
-    /// (frames before the start are zero). `w` is in the parameter's own layout (a depthwise
-    /// `Conv1d`'s `[channels, 1, kernel]` without its middle axis), so its gradient is too and
-    /// the optimizer reads it without a copy.
+    /// Causal depthwise convolution over the frames of each sample: `y[b, t, c] = sum_k w[c, 0,
+    /// k] * x[b, t - K + 1 + k, c]` (frames before the start are zero), with `x` as rows (each
+    /// sample's `frames` rows in order) like the linear layers around it, so no reshape is
+    /// queued between them. `w` is the depthwise `Conv1d`'s own weight, so its gradient is in
+    /// the parameter's shape and the optimizer reads it without a copy.
     ///
     /// # Shapes
-    /// - x: `[batch, time, channels]`, w: `[channels, kernel]` -> `[batch, time, channels]`
-    fn causal_dwconv(x: FloatTensor<Self>, w: FloatTensor<Self>) -> FloatTensor<Self> {
-        portable::causal_dwconv::<Self>(x, w)
+    /// - x: `[batch * frames, channels]`, w: `[channels, 1, kernel]` -> like x
+    fn causal_dwconv(x: FloatTensor<Self>, w: FloatTensor<Self>, frames: usize) -> FloatTensor<Self> {
+        portable::causal_dwconv::<Self>(x, w, frames)
     }
 
-    /// Gradients of [`Kernels::causal_dwconv`] with respect to `x` and `w`.
+    /// Gradients of [`Kernels::causal_dwconv`] with respect to `x` and `w` (in their shapes).
     fn causal_dwconv_backward(
         x: FloatTensor<Self>,
         w: FloatTensor<Self>,
         grad: FloatTensor<Self>,
+        frames: usize,
     ) -> (FloatTensor<Self>, FloatTensor<Self>) {
-        portable::causal_dwconv_backward::<Self>(x, w, grad)
+        portable::causal_dwconv_backward::<Self>(x, w, grad, frames)
     }
 
     /// SiLU, `x * sigmoid(x)`, in one pass (Burn composes it from several single-threaded passes).
@@ -92,19 +94,21 @@ pub trait Kernels: Backend {
         unwrap(reference::silu_backward(x, g))
     }
 
-    /// `x * gate` with one gate per (sample, channel) shared by all frames (ECA): Flex has no
-    /// fast path for a `[B, 1, C]` broadcast and walks it element by element.
+    /// `x * gate` with one gate per (sample, channel) shared by all its frames (ECA), `x` as
+    /// rows (each sample's frames in order): Flex has no fast path for a `[B, 1, C]` broadcast
+    /// and walks it element by element.
     ///
     /// # Shapes
-    /// - x: `[batch, time, channels]`, gate: `[batch, channels]` -> `[batch, time, channels]`
+    /// - x: `[batch * time, channels]`, gate: `[batch, channels]` -> like x
     fn scale_channels(x: FloatTensor<Self>, gate: FloatTensor<Self>) -> FloatTensor<Self> {
-        let (x, g) = (wrap::<Self, 3>(x), wrap::<Self, 2>(gate));
+        let (x, g) = (wrap::<Self, 2>(x), wrap::<Self, 2>(gate));
+        let ([rows, c], b) = (x.dims(), g.dims()[0]);
         if host_ok(&x) && host_ok(&g) {
-            let ([b, t, c], device) = (x.dims(), x.device());
-            let out = host::scale_channels(host_data(x).f32(), host_data(g).f32(), b, t, c);
-            return host_tensor::<Self, _>(out, [b, t, c], &device);
+            let device = x.device();
+            let out = host::scale_channels(host_data(x).f32(), host_data(g).f32(), b, rows / b, c);
+            return host_tensor::<Self, _>(out, [rows, c], &device);
         }
-        unwrap(reference::scale_channels(x, g))
+        unwrap(reference::scale_channels(x.reshape([b, rows / b, c]), g).reshape([rows, c]))
     }
 
     /// Gradients of [`Kernels::scale_channels`] with respect to `x` and `gate`.
@@ -113,15 +117,18 @@ pub trait Kernels: Backend {
         gate: FloatTensor<Self>,
         grad: FloatTensor<Self>,
     ) -> (FloatTensor<Self>, FloatTensor<Self>) {
-        let (x, g, gr) = (wrap::<Self, 3>(x), wrap::<Self, 2>(gate), wrap::<Self, 3>(grad));
+        let (x, g, gr) = (wrap::<Self, 2>(x), wrap::<Self, 2>(gate), wrap::<Self, 2>(grad));
+        let ([rows, c], b) = (x.dims(), g.dims()[0]);
+        let t = rows / b;
         if host_ok(&x) && host_ok(&g) && host_ok(&gr) {
-            let ([b, t, c], device) = (x.dims(), x.device());
+            let device = x.device();
             let (xd, gd, grd) = (host_data(x), host_data(g), host_data(gr));
             let gx = host::scale_channels(grd.f32(), gd.f32(), b, t, c);
             let gg = host::channel_dot(grd.f32(), xd.f32(), b, t, c);
-            return (host_tensor::<Self, _>(gx, [b, t, c], &device), host_tensor::<Self, _>(gg, [b, c], &device));
+            return (host_tensor::<Self, _>(gx, [rows, c], &device), host_tensor::<Self, _>(gg, [b, c], &device));
         }
-        let gx = reference::scale_channels(gr.clone(), g);
+        let (x, gr) = (x.reshape([b, t, c]), gr.reshape([b, t, c]));
+        let gx = reference::scale_channels(gr.clone(), g).reshape([rows, c]);
         let gg: Tensor<Self, 2> = (gr * x).sum_dim(1).squeeze_dim(1);
         (unwrap(gx), unwrap(gg))
     }
@@ -305,10 +312,12 @@ pub trait Kernels: Backend {
     /// sample's valid frames), its `K`-tap convolution over the channel axis with `w` (zero
     /// padding `K / 2`, `K` odd), a sigmoid gate per (sample, channel), and `x * gate`.
     ///
+    /// `x` is rows (each sample's frames in order), like the layers around it.
+    ///
     /// # Shapes
-    /// - x: `[batch, time, channels]`, weights: `[batch, 1, time]`, w: `[1, 1, K]` -> like x
+    /// - x: `[batch * time, channels]`, weights: `[batch, 1, time]`, w: `[1, 1, K]` -> like x
     fn eca(x: FloatTensor<Self>, weights: FloatTensor<Self>, w: FloatTensor<Self>) -> FloatTensor<Self> {
-        unwrap(reference::eca(wrap::<Self, 3>(x), wrap(weights), wrap(w)))
+        portable::eca::<Self>(x, weights, w)
     }
 
     /// Gradients of [`Kernels::eca`] with respect to `x` and `w` (`weights` is a constant).
@@ -318,8 +327,7 @@ pub trait Kernels: Backend {
         w: FloatTensor<Self>,
         grad: FloatTensor<Self>,
     ) -> (FloatTensor<Self>, FloatTensor<Self>) {
-        let (gx, gw) = reference::eca_backward(wrap::<Self, 3>(x), wrap(weights), wrap(w), wrap(grad));
-        (unwrap(gx), unwrap(gw))
+        portable::eca_backward::<Self>(x, weights, w, grad)
     }
 
     /// Attention scores from one fused projection `qkv` (queries, keys and values side by side,
@@ -462,33 +470,57 @@ mod portable {
         unwrap(y * (g - dot))
     }
 
-    pub(super) fn causal_dwconv<B: Kernels>(x: FloatTensor<B>, w: FloatTensor<B>) -> FloatTensor<B> {
-        let (x, w) = (wrap::<B, 3>(x), wrap::<B, 2>(w));
+    pub(super) fn causal_dwconv<B: Kernels>(x: FloatTensor<B>, w: FloatTensor<B>, frames: usize) -> FloatTensor<B> {
+        let (x, w) = (wrap::<B, 2>(x), wrap::<B, 3>(w));
+        let ([rows, c], k, device) = (x.dims(), w.dims()[2], x.device());
+        let b = rows / frames;
         if host_ok(&x) && host_ok(&w) {
-            let ([b, t, c], k, device) = (x.dims(), w.dims()[1], x.device());
             // The host loops take the taps as [K, C] rows (one multiply-add per tap and frame).
             let taps = host::transpose_blocks(host_data(w).f32(), 1, c, k);
-            let out = host::dwconv_forward(host_data(x).f32(), &taps, b, t, c, k);
-            return host_tensor::<B, _>(out, [b, t, c], &device);
+            let out = host::dwconv_forward(host_data(x).f32(), &taps, b, frames, c, k);
+            return host_tensor::<B, _>(out, [rows, c], &device);
         }
-        unwrap(reference::causal_dwconv(x, w))
+        unwrap(reference::causal_dwconv(x.reshape([b, frames, c]), w.reshape([c, k])).reshape([rows, c]))
     }
 
     pub(super) fn causal_dwconv_backward<B: Kernels>(
         x: FloatTensor<B>,
         w: FloatTensor<B>,
         grad: FloatTensor<B>,
+        frames: usize,
     ) -> (FloatTensor<B>, FloatTensor<B>) {
-        let (x, w, g) = (wrap::<B, 3>(x), wrap::<B, 2>(w), wrap::<B, 3>(grad));
+        let (x, w, g) = (wrap::<B, 2>(x), wrap::<B, 3>(w), wrap::<B, 2>(grad));
+        let ([rows, c], k, device) = (x.dims(), w.dims()[2], x.device());
+        let b = rows / frames;
         if host_ok(&x) && host_ok(&w) && host_ok(&g) {
-            let ([b, t, c], k, device) = (x.dims(), w.dims()[1], x.device());
             let (xd, wd, gd) = (host_data(x), host::transpose_blocks(host_data(w).f32(), 1, c, k), host_data(g));
-            let (gx, gw) = host::dwconv_backward(xd.f32(), &wd, gd.f32(), b, t, c, k);
+            let (gx, gw) = host::dwconv_backward(xd.f32(), &wd, gd.f32(), b, frames, c, k);
             let gw = host::transpose_blocks(&gw, 1, k, c);
-            return (host_tensor::<B, _>(gx, [b, t, c], &device), host_tensor::<B, _>(gw, [c, k], &device));
+            return (host_tensor::<B, _>(gx, [rows, c], &device), host_tensor::<B, _>(gw, [c, 1, k], &device));
         }
+        let (x, w, g) = (x.reshape([b, frames, c]), w.reshape([c, k]), g.reshape([b, frames, c]));
         let (gx, gw) = reference::causal_dwconv_backward(x, w, g);
-        (unwrap(gx), unwrap(gw))
+        (unwrap(gx.reshape([rows, c])), unwrap(gw.reshape([c, 1, k])))
+    }
+
+    /// [`reference::eca`] of rows (`x [B * T, C]`, `T` from `weights [B, 1, T]`).
+    pub(super) fn eca<B: Kernels>(x: FloatTensor<B>, weights: FloatTensor<B>, w: FloatTensor<B>) -> FloatTensor<B> {
+        let (x, weights) = (wrap::<B, 2>(x), wrap::<B, 3>(weights));
+        let ([rows, c], [b, _, t]) = (x.dims(), weights.dims());
+        unwrap(reference::eca(x.reshape([b, t, c]), weights, wrap(w)).reshape([rows, c]))
+    }
+
+    /// [`reference::eca_backward`] of rows.
+    pub(super) fn eca_backward<B: Kernels>(
+        x: FloatTensor<B>,
+        weights: FloatTensor<B>,
+        w: FloatTensor<B>,
+        grad: FloatTensor<B>,
+    ) -> (FloatTensor<B>, FloatTensor<B>) {
+        let (x, weights, g) = (wrap::<B, 2>(x), wrap::<B, 3>(weights), wrap::<B, 2>(grad));
+        let ([rows, c], [b, _, t]) = (x.dims(), weights.dims());
+        let (gx, gw) = reference::eca_backward(x.reshape([b, t, c]), weights, wrap(w), g.reshape([b, t, c]));
+        (unwrap(gx.reshape([rows, c])), unwrap(gw))
     }
 
     pub(super) fn channel_stats<B: Kernels>(x: FloatTensor<B>) -> FloatTensor<B> {
@@ -657,17 +689,18 @@ impl Kernels for burn::Dispatch {
     // On a CubeCL device (CUDA, WGPU) these run as one kernel launch each (the `cube`
     // crate); elsewhere, or when a device cannot run a kernel, as everywhere else.
 
-    fn causal_dwconv(x: FloatTensor<Self>, w: FloatTensor<Self>) -> FloatTensor<Self> {
-        cube::causal_dwconv(&x, &w).unwrap_or_else(|| portable::causal_dwconv::<Self>(x, w))
+    fn causal_dwconv(x: FloatTensor<Self>, w: FloatTensor<Self>, frames: usize) -> FloatTensor<Self> {
+        cube::causal_dwconv(&x, &w, frames).unwrap_or_else(|| portable::causal_dwconv::<Self>(x, w, frames))
     }
 
     fn causal_dwconv_backward(
         x: FloatTensor<Self>,
         w: FloatTensor<Self>,
         grad: FloatTensor<Self>,
+        frames: usize,
     ) -> (FloatTensor<Self>, FloatTensor<Self>) {
-        cube::causal_dwconv_backward(&x, &w, &grad)
-            .unwrap_or_else(|| portable::causal_dwconv_backward::<Self>(x, w, grad))
+        cube::causal_dwconv_backward(&x, &w, &grad, frames)
+            .unwrap_or_else(|| portable::causal_dwconv_backward::<Self>(x, w, grad, frames))
     }
 
     fn view(flat: FloatTensor<Self>, start: usize, shape: burn::tensor::Shape) -> FloatTensor<Self> {
@@ -708,7 +741,7 @@ impl Kernels for burn::Dispatch {
     }
 
     fn eca(x: FloatTensor<Self>, weights: FloatTensor<Self>, w: FloatTensor<Self>) -> FloatTensor<Self> {
-        cube::eca(&x, &weights, &w).unwrap_or_else(|| unwrap(reference::eca::<Self>(wrap(x), wrap(weights), wrap(w))))
+        cube::eca(&x, &weights, &w).unwrap_or_else(|| portable::eca::<Self>(x, weights, w))
     }
 
     fn eca_backward(
@@ -717,10 +750,8 @@ impl Kernels for burn::Dispatch {
         w: FloatTensor<Self>,
         grad: FloatTensor<Self>,
     ) -> (FloatTensor<Self>, FloatTensor<Self>) {
-        cube::eca_backward(&x, &weights, &w, &grad).unwrap_or_else(|| {
-            let (gx, gw) = reference::eca_backward::<Self>(wrap(x), wrap(weights), wrap(w), wrap(grad));
-            (unwrap(gx), unwrap(gw))
-        })
+        cube::eca_backward(&x, &weights, &w, &grad)
+            .unwrap_or_else(|| portable::eca_backward::<Self>(x, weights, w, grad))
     }
 
     fn attention_scores(qkv: FloatTensor<Self>, batch: usize, heads: usize) -> FloatTensor<Self> {
@@ -936,8 +967,32 @@ impl<B: Kernels> Backward<B, 3> for NormOp {
 }
 
 impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
-    fn causal_dwconv(x: FloatTensor<Self>, w: FloatTensor<Self>) -> FloatTensor<Self> {
-        pair_op::<B, C>(x, w, B::causal_dwconv, B::causal_dwconv_backward)
+    fn causal_dwconv(x: FloatTensor<Self>, w: FloatTensor<Self>, frames: usize) -> FloatTensor<Self> {
+        /// The backward step, with the frames per sample.
+        #[derive(Debug)]
+        struct Dwconv(usize);
+        impl<B: Kernels> Backward<B, 2> for Dwconv {
+            type State = (FloatTensor<B>, FloatTensor<B>);
+            fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
+                let [px, pw] = ops.parents;
+                let grad = grads.consume::<B>(&ops.node);
+                let (x, w) = ops.state;
+                let (gx, gw) = B::causal_dwconv_backward(x, w, grad, self.0);
+                if let Some(node) = px {
+                    grads.register::<B>(node.id, gx);
+                }
+                if let Some(node) = pw {
+                    grads.register::<B>(node.id, gw);
+                }
+            }
+        }
+        match Dwconv(frames).prepare::<C>([x.node.clone(), w.node.clone()]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => {
+                let out = B::causal_dwconv(x.primitive.clone(), w.primitive.clone(), frames);
+                prep.finish((x.primitive, w.primitive), out)
+            }
+            OpsKind::UnTracked(prep) => prep.finish(B::causal_dwconv(x.primitive, w.primitive, frames)),
+        }
     }
 
     fn silu<const D: usize>(x: FloatTensor<Self>) -> FloatTensor<Self> {
@@ -1196,8 +1251,8 @@ pub mod ops {
     use super::*;
 
     /// See [`Kernels::causal_dwconv`].
-    pub fn causal_dwconv<B: Kernels>(x: Tensor<B, 3>, w: Tensor<B, 2>) -> Tensor<B, 3> {
-        wrap(B::causal_dwconv(unwrap(x), unwrap(w)))
+    pub fn causal_dwconv<B: Kernels>(x: Tensor<B, 2>, w: Tensor<B, 3>, frames: usize) -> Tensor<B, 2> {
+        wrap(B::causal_dwconv(unwrap(x), unwrap(w), frames))
     }
 
     /// See [`Kernels::silu`].
@@ -1206,7 +1261,7 @@ pub mod ops {
     }
 
     /// See [`Kernels::scale_channels`].
-    pub fn scale_channels<B: Kernels>(x: Tensor<B, 3>, gate: Tensor<B, 2>) -> Tensor<B, 3> {
+    pub fn scale_channels<B: Kernels>(x: Tensor<B, 2>, gate: Tensor<B, 2>) -> Tensor<B, 2> {
         wrap(B::scale_channels(unwrap(x), unwrap(gate)))
     }
 
@@ -1271,7 +1326,7 @@ pub mod ops {
     }
 
     /// See [`Kernels::eca`].
-    pub fn eca<B: Kernels>(x: Tensor<B, 3>, weights: Tensor<B, 3>, w: Tensor<B, 3>) -> Tensor<B, 3> {
+    pub fn eca<B: Kernels>(x: Tensor<B, 2>, weights: Tensor<B, 3>, w: Tensor<B, 3>) -> Tensor<B, 2> {
         wrap(B::eca(unwrap(x), unwrap(weights), unwrap(w)))
     }
 

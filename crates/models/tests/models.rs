@@ -72,14 +72,14 @@ fn logits_do_not_change_when_padding_is_appended() {
 
 #[test]
 fn depthwise_conv_is_causal() {
-    // Channels-last [batch 2, 12 frames, 6 channels].
+    // Rows of [batch 2, 12 frames, 6 channels].
     let conv = CausalDepthwiseConv::<B>::new(6, 5, &dev());
     let x = Tensor::<B, 3>::random([2, 12, 6], Distribution::Normal(0.0, 1.0), &dev());
-    let base = values(conv.forward(x.clone()));
+    let base = values(conv.forward(x.clone().reshape([24, 6]), 12));
     // Change frame 7 only: outputs before it must not move, outputs 7..=11 do.
     let bump =
         Tensor::<B, 3>::zeros([2, 12, 6], &dev()).slice_assign([0..2, 7..8, 0..6], Tensor::ones([2, 1, 6], &dev()));
-    let out = values(conv.forward(x + bump));
+    let out = values(conv.forward((x + bump).reshape([24, 6]), 12));
     for b in 0..2 {
         for t in 0..12 {
             for c in 0..6 {
@@ -338,7 +338,9 @@ fn causal_dwconv_kernel_matches_burn_conv1d_forward_and_backward() {
     for [b, t, c, k] in [[1, 9, 5, 3], [3, 4, 8, 7], [2, 64, 384, 17]] {
         let x = rand_ad([b, t, c]);
         let w = rand_ad([c, k]);
-        let ours = ops::causal_dwconv(x.clone(), w.clone());
+        // The op takes rows and the depthwise `Conv1d`'s own weight shape.
+        let ours =
+            ops::causal_dwconv(x.clone().reshape([b * t, c]), w.clone().reshape([c, 1, k]), t).reshape([b, t, c]);
         let g1 = probe(ours.clone(), [b, t, c]).backward();
         let (x2, w2) = (x.clone().detach().require_grad(), w.clone().detach().require_grad());
         let theirs = reference::causal_dwconv(x2.clone(), w2.clone());
@@ -369,7 +371,7 @@ fn eca_and_fused_attention_closed_forms_match_autodiff_and_the_layers() {
         let m = models::common::FrameMask::<AD>::new(Tensor::from_inner(mask(&lengths, t)), burn::tensor::DType::F32);
         let eca = models::common::Eca::<AD>::new(k, &dev());
         let w = eca.conv.weight.val();
-        let layer = eca.forward(x.clone(), &m);
+        let layer = eca.forward(x.clone().reshape([b * t, c]), &m).reshape([b, t, c]);
         let y = reference::eca(x.clone(), m.mean_weights.clone(), w.clone());
         let name = format!("eca b{b} t{t} c{c} k{k}");
         close(&format!("{name} forward"), &ad_values(y.clone()), &ad_values(layer), 1e-6);
@@ -439,7 +441,7 @@ fn channel_norm_kernel_matches_burn_batch_norm_and_updates_running_stats_the_sam
         };
         let x = Tensor::<AD, 3>::from_data(TensorData::new(spread(b * t * c, 3.0, 2.0, 3), [b, t, c]), &dev())
             .require_grad();
-        let y1 = ours.forward(x.clone());
+        let y1 = ours.forward(x.clone().reshape([b * t, c])).reshape([b, t, c]);
         let g1 = probe(y1.clone(), [b, t, c]).backward();
         let x2 = x.clone().detach().require_grad();
         let y2 = theirs.forward(x2.clone().reshape([b * t, c])).reshape([b, t, c]);
@@ -519,7 +521,7 @@ fn attention_and_gate_kernels_match_the_tensor_op_formulations() {
 
     // scale_channels (ECA gate)
     let (x, gate) = (rand_ad([3, 10, 8]), rand_ad([3, 8]));
-    let y1 = ops::scale_channels(x.clone(), gate.clone());
+    let y1 = ops::scale_channels(x.clone().reshape([30, 8]), gate.clone()).reshape([3, 10, 8]);
     let g1 = probe(y1.clone(), [3, 10, 8]).backward();
     let (x2, gate2) = (x.clone().detach().require_grad(), gate.clone().detach().require_grad());
     let y2 = reference::scale_channels(x2.clone(), gate2.clone());
@@ -1110,17 +1112,22 @@ mod slow {
                 let x = if c == 40 { rand([b, c, t], 1).swap_dims(1, 2) } else { rand([b, t, c], 1) }.cast(dtype);
                 let w = rand([1, c, k], 2).reshape([c, k]).cast(dtype);
                 let g = rand([b, t, c], 3).cast(dtype);
-                let y = wrap3(cube::causal_dwconv(&prim(&x), &prim2(&w)).expect("dwconv runs on WGPU"));
+                // The kernels take rows (here strided where x is) and the `[C, 1, K]` weight.
+                let (rows, g_rows) = (x.clone().reshape([b * t, c]), g.clone().reshape([b * t, c]));
+                let rows = if c == 40 { rows.swap_dims(0, 1).mul_scalar(1.0).swap_dims(0, 1) } else { rows };
+                let w3 = w.clone().reshape([c, 1, k]);
+                let y = wrap2(cube::causal_dwconv(&prim2(&rows), &prim(&w3), t).expect("dwconv runs on WGPU"));
                 close(
                     &format!("{name} dwconv"),
                     &values(y),
                     &values(reference::causal_dwconv(x.clone(), w.clone())),
                     tol,
                 );
-                let (gx, gw) = cube::causal_dwconv_backward(&prim(&x), &prim2(&w), &prim(&g)).expect("runs on WGPU");
+                let (gx, gw) =
+                    cube::causal_dwconv_backward(&prim2(&rows), &prim(&w3), &prim2(&g_rows), t).expect("runs on WGPU");
                 let (gx_ref, gw_ref) = reference::causal_dwconv_backward(x.clone(), w.clone(), g.clone());
-                close(&format!("{name} dwconv dx"), &values(wrap3(gx)), &values(gx_ref), tol);
-                close(&format!("{name} dwconv dw"), &values(wrap2(gw)), &values(gw_ref), tol * 10.0);
+                close(&format!("{name} dwconv dx"), &values(wrap2(gx)), &values(gx_ref), tol);
+                close(&format!("{name} dwconv dw"), &values(wrap3(gw)), &values(gw_ref), tol * 10.0);
 
                 let (x2, g2) = (x.clone().reshape([b * t, c]), g.clone().reshape([b * t, c]));
                 let stats = wrap2(cube::channel_stats(&prim2(&x2)).expect("stats run on WGPU"));
@@ -1192,12 +1199,14 @@ mod slow {
                 let weights = (weights.clone() / weights.sum_dim(2)).cast(dtype);
                 let w = rand([1, 1, k], 2).cast(dtype);
                 let g = rand([b, t, c], 3).cast(dtype);
-                let y = cube::eca(&prim(&x), &prim(&weights), &prim(&w)).expect("eca runs on WGPU");
+                let (rows, g_rows) = (x.clone().reshape([b * t, c]), g.clone().reshape([b * t, c]));
+                let y = cube::eca(&prim2(&rows), &prim(&weights), &prim(&w)).expect("eca runs on WGPU");
                 let want = reference::eca(x.clone(), weights.clone(), w.clone());
-                close(&format!("{name} forward"), &values(wrap3(y)), &values(want), tol);
-                let (gx, gw) = cube::eca_backward(&prim(&x), &prim(&weights), &prim(&w), &prim(&g)).expect("runs");
+                close(&format!("{name} forward"), &values(wrap2(y)), &values(want), tol);
+                let (gx, gw) =
+                    cube::eca_backward(&prim2(&rows), &prim(&weights), &prim(&w), &prim2(&g_rows)).expect("runs");
                 let (gx_ref, gw_ref) = reference::eca_backward(x, weights, w, g);
-                close(&format!("{name} dx"), &values(wrap3(gx)), &values(gx_ref), tol * 10.0);
+                close(&format!("{name} dx"), &values(wrap2(gx)), &values(gx_ref), tol * 10.0);
                 close(&format!("{name} dw"), &values(wrap3(gw)), &values(gw_ref), tol * 10.0);
             }
             for [b, t, h, hd] in [[1, 1, 1, 4], [3, 5, 2, 3], [2, 64, 4, 48]] {
@@ -1258,17 +1267,27 @@ mod slow {
         let want = g.clone() * out.clone() - y * (g * out).sum_dim(3);
         close("softmax dropout gradient", &values(wrap4(gs)), &values(want), 1e-5);
 
-        // Drop-path masks drawn at once in training: each branch gets its own row of 0 or
-        // 1 / keep per sample (views of one draw); past the drawn rows a branch draws its own.
-        let like = Tensor::<AD, 3>::zeros([8, 2, 3], &gpu);
-        let draw = models::common::DropDraw::new(0.5, 3, &like);
+        // Drop-path masks drawn at once in training: each branch gets its own mask, 0 or 1 / keep
+        // per sample and the same on all of that sample's rows (views of one draw); past the drawn
+        // masks a branch draws its own. 8 samples x 3 frames: blocks padded to whole 256s.
+        let (batch, frames) = (8, 3);
+        let pad = Tensor::<AD, 2, burn::tensor::Bool>::zeros([batch, frames], &gpu).equal_elem(true);
+        let mask = models::common::FrameMask::new(pad, burn::tensor::DType::F32);
+        let like = Tensor::<AD, 2>::zeros([batch * frames, 2], &gpu);
+        let draw = models::common::DropDraw::new(0.5, 3, &like, &mask);
         let path = models::common::DropPath { prob: 0.5 };
-        let rows: Vec<Vec<f32>> =
-            (0..4).map(|_| ad_values(path.forward_with(Tensor::<AD, 3>::ones([8, 1, 1], &gpu), &draw))).collect();
-        for row in &rows {
-            assert!(row.iter().all(|v| *v == 0.0 || *v == 2.0), "{rows:?}");
+        let masks: Vec<Vec<f32>> = (0..4)
+            .map(|_| ad_values(path.forward_with(Tensor::<AD, 2>::ones([batch * frames, 2], &gpu), &draw)))
+            .collect();
+        for m in &masks {
+            assert!(m.iter().all(|v| *v == 0.0 || *v == 2.0), "{masks:?}");
+            for sample in m.chunks(2 * frames) {
+                assert!(sample.iter().all(|v| *v == sample[0]), "one value per sample: {masks:?}");
+            }
         }
-        assert!(rows[0] != rows[1] || rows[1] != rows[2], "three branches, one mask: {rows:?}");
+        let per_sample = |m: &Vec<f32>| m.iter().step_by(2 * frames).copied().collect::<Vec<f32>>();
+        let (a, b, c) = (per_sample(&masks[0]), per_sample(&masks[1]), per_sample(&masks[2]));
+        assert!(a != b || b != c, "three branches, one mask: {masks:?}");
 
         // The optimizer's parameter views of its flat buffer: at an aligned start with an end
         // that is not (a view, where Burn's slice copies) and at a start that is not (a copy).
