@@ -91,6 +91,14 @@ fn self_test(device: &DispatchDevice, dtype: DType) -> Result<(), String> {
     let want_gw: Vec<f32> = (0..c * k).map(|i| (b * (t - k + 1 + i % k)) as f32).collect();
     expect("dwconv weight gradient", gw, &want_gw)?;
 
+    // SiLU of 0, 20 and -20 (40 each): 0, 20 and 0 to within half precision; with a gradient of
+    // ones, 0.5, 1 and 0.
+    let x = tensor((0..3 * c).map(|i| [0.0, 20.0, -20.0][i / c]).collect(), [3, c], device, dtype);
+    let per_third = |v: [f32; 3]| (0..3 * c).map(|i| v[i / c]).collect::<Vec<f32>>();
+    expect("silu", crate::silu(&prim(&x)), &per_third([0.0, 20.0, 0.0]))?;
+    let ones = tensor(vec![1.0; 3 * c], [3, c], device, dtype);
+    expect("silu gradient", crate::silu_backward(&prim(&x), &prim(&ones)), &per_third([0.5, 1.0, 0.0]))?;
+
     // BatchNorm over 8 rows alternating 0 and 1: mean 0.5, variance 0.25. With a gradient of
     // ones: dx = 0, dgamma = sum of the normalized rows = 0, dbeta = 8.
     let rows = 8;

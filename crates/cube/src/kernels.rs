@@ -484,6 +484,39 @@ fn sigmoid(z: f32) -> f32 {
     1.0f32 / (1.0f32 + f32::exp(0.0f32 - z))
 }
 
+/// SiLU, `x * sigmoid(x)`, of each element of a contiguous `x` (in f32).
+#[cube(launch)]
+fn silu_kernel<F: Float>(
+    x: &Tensor<F>,
+    out: &mut Tensor<F>,
+    #[comptime] _revision: u64,
+    #[define(F)] _dtype: StorageType,
+) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    let v = f32::cast_from(x[ABSOLUTE_POS]);
+    out[ABSOLUTE_POS] = F::cast_from(v * sigmoid(v));
+}
+
+/// SiLU's gradient, `grad * s * (1 + x * (1 - s))` with `s = sigmoid(x)`, of contiguous `x` and
+/// `grad` (in f32).
+#[cube(launch)]
+fn silu_backward_kernel<F: Float>(
+    x: &Tensor<F>,
+    grad: &Tensor<F>,
+    out: &mut Tensor<F>,
+    #[comptime] _revision: u64,
+    #[define(F)] _dtype: StorageType,
+) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    let v = f32::cast_from(x[ABSOLUTE_POS]);
+    let s = sigmoid(v);
+    out[ABSOLUTE_POS] = F::cast_from(f32::cast_from(grad[ABSOLUTE_POS]) * s * (1.0f32 + v * (1.0f32 - s)));
+}
+
 /// Efficient channel attention for `x [B, T, C]`, one cube per sample: the masked time average
 /// (`weights [B, 1, T]`, 1 / count on valid frames), its `K`-tap convolution over channels
 /// (`w [1, 1, K]`), a sigmoid gate, and `y = x * gate`.
@@ -1390,6 +1423,54 @@ pub(crate) fn causal_dwconv_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>,
         dtype,
     );
     vec![as_rows(gx), burn_cubecl::ops::reshape(gw, weight_shape)]
+}
+
+/// `x` laid out contiguously: itself when it is, else a copy (one more launch).
+fn contiguous<R: CubeRuntime>(x: CubeTensor<R>) -> CubeTensor<R> {
+    if x.is_contiguous() {
+        x
+    } else {
+        burn_cubecl::kernel::into_contiguous(x)
+    }
+}
+
+/// SiLU of `x` at any rank -> `x`'s shape.
+pub(crate) fn silu<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, _: &()) -> Vec<CubeTensor<R>> {
+    let [x] = take(inputs);
+    let x = contiguous(x);
+    let y = empty(&x, x.meta.shape().clone());
+    let (count, cube_dim) = units_for(&y.client, y.meta.shape().num_elements());
+    let dtype = storage(y.dtype);
+    silu_kernel::launch::<R>(
+        &y.client,
+        count,
+        cube_dim,
+        x.into_tensor_arg(),
+        y.clone().into_tensor_arg(),
+        REVISION,
+        dtype,
+    );
+    vec![y]
+}
+
+/// Gradient of [`silu`] with respect to `x`, from `x` and the output gradient (same shape).
+pub(crate) fn silu_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, _: &()) -> Vec<CubeTensor<R>> {
+    let [x, g] = take(inputs);
+    let (x, g) = (contiguous(x), contiguous(g));
+    let gx = empty(&x, x.meta.shape().clone());
+    let (count, cube_dim) = units_for(&gx.client, gx.meta.shape().num_elements());
+    let dtype = storage(gx.dtype);
+    silu_backward_kernel::launch::<R>(
+        &gx.client,
+        count,
+        cube_dim,
+        x.into_tensor_arg(),
+        g.into_tensor_arg(),
+        gx.clone().into_tensor_arg(),
+        REVISION,
+        dtype,
+    );
+    vec![gx]
 }
 
 /// Per-channel mean and biased variance of `x [.., C]` (its leading axes are the rows), as

@@ -111,6 +111,25 @@ fn dwconv_shapes(x: &DispatchTensor, w: &DispatchTensor, frames: usize) -> Optio
     ok.then_some(())
 }
 
+/// SiLU, `x * sigmoid(x)`, of `x` at any rank in one launch and one operation of Burn's fusion
+/// stream, where the tensor-op formulation queues five (and its gradient ten), each host work.
+pub fn silu(x: &DispatchTensor) -> Option<DispatchTensor> {
+    let op = Op { name: "silu", bindings: 2, shared: 0, launch: Launchers::of(kernels::silu, kernels::silu) };
+    let [y] = op.run(&[x], vec![x.shape()], ())?;
+    Some(y)
+}
+
+/// Gradient of [`silu`] with respect to `x`, from `x` and the output gradient `grad`.
+pub fn silu_backward(x: &DispatchTensor, grad: &DispatchTensor) -> Option<DispatchTensor> {
+    if grad.shape() != x.shape() {
+        return None;
+    }
+    let launch = Launchers::of(kernels::silu_backward, kernels::silu_backward);
+    let op = Op { name: "silu_backward", bindings: 3, shared: 0, launch };
+    let [gx] = op.run(&[x, grad], vec![x.shape()], ())?;
+    Some(gx)
+}
+
 /// The channel count of `x [.., C]` (its last axis; its leading axes are rows), if it has two
 /// axes at least.
 fn channels(x: &DispatchTensor) -> Option<usize> {

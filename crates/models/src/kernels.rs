@@ -74,24 +74,12 @@ pub trait Kernels: Backend {
 
     /// SiLU, `x * sigmoid(x)`, in one pass (Burn composes it from several single-threaded passes).
     fn silu<const D: usize>(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        let x = wrap::<Self, D>(x);
-        if host_ok(&x) {
-            let (dims, device) = (x.dims(), x.device());
-            let out = host::silu(host_data(x).f32());
-            return host_tensor::<Self, _>(out, dims, &device);
-        }
-        unwrap(reference::silu(x))
+        portable::silu::<Self, D>(x)
     }
 
     /// Gradient of [`Kernels::silu`]: `grad * s * (1 + x * (1 - s))` with `s = sigmoid(x)`.
     fn silu_backward<const D: usize>(x: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
-        let (x, g) = (wrap::<Self, D>(x), wrap::<Self, D>(grad));
-        if host_ok(&x) && host_ok(&g) {
-            let (dims, device) = (x.dims(), x.device());
-            let out = host::silu_backward(host_data(x).f32(), host_data(g).f32());
-            return host_tensor::<Self, _>(out, dims, &device);
-        }
-        unwrap(reference::silu_backward(x, g))
+        portable::silu_backward::<Self, D>(x, grad)
     }
 
     /// `x * gate` with one gate per (sample, channel) shared by all its frames (ECA), `x` as
@@ -440,6 +428,26 @@ mod portable {
         B::float_reshape(unwrap(part), shape)
     }
 
+    pub(super) fn silu<B: Kernels, const D: usize>(x: FloatTensor<B>) -> FloatTensor<B> {
+        let x = wrap::<B, D>(x);
+        if host_ok(&x) {
+            let (dims, device) = (x.dims(), x.device());
+            let out = host::silu(host_data(x).f32());
+            return host_tensor::<B, _>(out, dims, &device);
+        }
+        unwrap(reference::silu(x))
+    }
+
+    pub(super) fn silu_backward<B: Kernels, const D: usize>(x: FloatTensor<B>, grad: FloatTensor<B>) -> FloatTensor<B> {
+        let (x, g) = (wrap::<B, D>(x), wrap::<B, D>(grad));
+        if host_ok(&x) && host_ok(&g) {
+            let (dims, device) = (x.dims(), x.device());
+            let out = host::silu_backward(host_data(x).f32(), host_data(g).f32());
+            return host_tensor::<B, _>(out, dims, &device);
+        }
+        unwrap(reference::silu_backward(x, g))
+    }
+
     pub(super) fn key_biased_softmax<B: Kernels>(scores: FloatTensor<B>, bias: FloatTensor<B>) -> FloatTensor<B> {
         let (s, bias) = (wrap::<B, 4>(scores), wrap::<B, 2>(bias));
         if host_ok(&s) && host_ok(&bias) {
@@ -701,6 +709,14 @@ impl Kernels for burn::Dispatch {
     ) -> (FloatTensor<Self>, FloatTensor<Self>) {
         cube::causal_dwconv_backward(&x, &w, &grad, frames)
             .unwrap_or_else(|| portable::causal_dwconv_backward::<Self>(x, w, grad, frames))
+    }
+
+    fn silu<const D: usize>(x: FloatTensor<Self>) -> FloatTensor<Self> {
+        cube::silu(&x).unwrap_or_else(|| portable::silu::<Self, D>(x))
+    }
+
+    fn silu_backward<const D: usize>(x: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
+        cube::silu_backward(&x, &grad).unwrap_or_else(|| portable::silu_backward::<Self, D>(x, grad))
     }
 
     fn view(flat: FloatTensor<Self>, start: usize, shape: burn::tensor::Shape) -> FloatTensor<Self> {

@@ -1128,6 +1128,13 @@ mod slow {
                 let (gx_ref, gw_ref) = reference::causal_dwconv_backward(x.clone(), w.clone(), g.clone());
                 close(&format!("{name} dwconv dx"), &values(wrap2(gx)), &values(gx_ref), tol);
                 close(&format!("{name} dwconv dw"), &values(wrap3(gw)), &values(gw_ref), tol * 10.0);
+                // SiLU and its gradient (x strided in one case), against the reference's values
+                // computed in f32 (its own f16 `exp` overflows for x < -11).
+                let y = wrap3(cube::silu(&prim(&x)).expect("silu runs on WGPU"));
+                let (x32, g32) = (x.clone().cast(FloatDType::F32), g.clone().cast(FloatDType::F32));
+                close(&format!("{name} silu"), &values(y), &values(reference::silu(x32.clone())), tol);
+                let gx = wrap3(cube::silu_backward(&prim(&x), &prim(&g)).expect("runs on WGPU"));
+                close(&format!("{name} silu dx"), &values(gx), &values(reference::silu_backward(x32, g32)), tol);
 
                 let (x2, g2) = (x.clone().reshape([b * t, c]), g.clone().reshape([b * t, c]));
                 let stats = wrap2(cube::channel_stats(&prim2(&x2)).expect("stats run on WGPU"));

@@ -1112,6 +1112,8 @@ fn a_training_step_on_wgpu_launches_a_bounded_number_of_kernels_and_waits_a_boun
         "SoftmaxDropoutKernel",
         "SoftmaxDropoutBackwardKernel",
         "ChannelNormTrainKernel",
+        "SiluKernel",
+        "SiluBackwardKernel",
     ];
     for kernel in ours {
         assert!(names.contains(kernel), "{kernel} not launched: {r}");
