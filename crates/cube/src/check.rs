@@ -76,6 +76,39 @@ fn expect(kernel: &str, got: Option<burn_dispatch::DispatchTensor>, want: &[f32]
     }
 }
 
+/// BatchNorm of half-precision rows `x` (8 rows alternating 0 and 1, as in [`self_test`]) with
+/// f32 parameters and statistics, as mixed precision runs it: `want` is the output, and with the
+/// gradient `ones` the gradients are 0, 0 and 8.
+fn mixed_norm(
+    device: &DispatchDevice,
+    x: &burn_dispatch::DispatchTensor,
+    ones: &burn_dispatch::DispatchTensor,
+    want: &[f32],
+) -> Result<(), String> {
+    let c = x.shape()[1];
+    let f32s = |v: f32| prim(&tensor(vec![v; c], [c], device, DType::F32));
+    let (one, zero) = (f32s(1.0), f32s(0.0));
+    let fused = crate::channel_norm_train(x, &one, &zero, (&one, &one), 1e-5, 0.5);
+    let [y, stats, mean, _] = fused.ok_or("the mixed-precision channel norm did not run")?;
+    if stats.dtype() != DType::F32 || y.dtype() != x.dtype() {
+        return Err(format!(
+            "the mixed-precision channel norm gave {:?} statistics, {:?} output",
+            stats.dtype(),
+            y.dtype()
+        ));
+    }
+    expect("mixed-precision channel norm", Some(y), want)?;
+    expect("mixed-precision running mean", Some(mean), &vec![0.75; c])?;
+    let grads = crate::channel_norm_backward(x, &stats, &one, ones, 1e-5);
+    let (gx, gg, gb) = match grads {
+        Some((gx, gg, gb)) => (Some(gx), Some(gg), Some(gb)),
+        None => (None, None, None),
+    };
+    expect("mixed-precision channel norm input gradient", gx, &vec![0.0; 8 * c])?;
+    expect("mixed-precision channel norm gamma gradient", gg, &vec![0.0; c])?;
+    expect("mixed-precision channel norm beta gradient", gb, &vec![8.0; c])
+}
+
 /// Runs every kernel once on `device` in `dtype` and checks its output.
 fn self_test(device: &DispatchDevice, dtype: DType) -> Result<(), String> {
     // Causal depthwise conv of ones, batch 2 x 4 frames x 40 channels (two channel blocks),
@@ -130,6 +163,9 @@ fn self_test(device: &DispatchDevice, dtype: DType) -> Result<(), String> {
     expect("fused channel stats", Some(stats), &[0.5f32, 0.25].iter().flat_map(|&v| vec![v; c]).collect::<Vec<_>>())?;
     expect("fused running mean", Some(mean), &vec![0.75; c])?;
     expect("fused running variance", Some(var), &vec![0.625; c])?;
+    if dtype != DType::F32 {
+        mixed_norm(device, &prim(&x), &prim(&ones), &want)?;
+    }
 
     // Three parts gathered into 512 elements, row-major whatever their rank or strides: 1, 2 at
     // 0; the 2 x 2 matrix 3, 4 / 5, 6 at 256; the transpose of 7, 8 / 9, 10 at 300; zeros

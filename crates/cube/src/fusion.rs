@@ -2,7 +2,7 @@
 //! backend): registered with its inputs and uninitialized outputs, it runs in stream order when
 //! the fusion layer executes its queue, on the CubeCL tensors behind the fusion handles.
 
-use burn::tensor::Shape;
+use burn::tensor::{DType, Shape};
 use burn_cubecl::fusion::FusionCubeRuntime;
 use burn_cubecl::tensor::CubeTensor;
 use burn_cubecl::{CubeBackend, CubeRuntime};
@@ -45,20 +45,21 @@ impl<R: CubeRuntime, P: Params> Operation<FusionCubeRuntime<R>> for Custom<R, P>
     }
 }
 
-/// Queues `launch` on `inputs` as the custom op `name`, with outputs of `shapes` in the inputs'
-/// dtype, and returns the output tensors (computed when the stream runs).
+/// Queues `launch` on `inputs` as the custom op `name`, with outputs of the given shapes and
+/// dtypes, and returns the output tensors (computed when the stream runs).
 pub(crate) fn register<R: CubeRuntime, P: Params>(
     name: &'static str,
     inputs: Vec<FusionTensor<FusionCubeRuntime<R>>>,
-    shapes: Vec<Shape>,
+    outputs: Vec<(Shape, DType)>,
     launch: Launch<R, P>,
     params: P,
 ) -> Vec<FusionTensor<FusionCubeRuntime<R>>> {
     let client = inputs[0].client.clone();
-    let dtype = inputs[0].dtype;
     let streams = OperationStreams::with_inputs(inputs.iter());
-    let outputs: Vec<_> =
-        shapes.into_iter().map(|shape| TensorIr::uninit(client.create_empty_handle(), shape, dtype)).collect();
+    let outputs: Vec<_> = outputs
+        .into_iter()
+        .map(|(shape, dtype)| TensorIr::uninit(client.create_empty_handle(), shape, dtype))
+        .collect();
     let inputs: Vec<_> = inputs.into_iter().map(FusionTensor::into_ir).collect();
     let desc = CustomOpIr::new(name, &inputs, &outputs);
     let op = Custom { desc: desc.clone(), launch, params };

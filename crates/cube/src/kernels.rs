@@ -207,25 +207,27 @@ fn channel_stats_kernel<F: Float>(
 /// Training-mode BatchNorm of `x [N, C]` in one launch: the batch statistics (into `stats [2,
 /// C]`), `y = (x - mean) / sqrt(var + eps) * gamma + beta`, and the running statistics after the
 /// batch, `running * keep + batch * take` (into `new_mean`, `new_var`). Each cube owns a block
-/// of channels over all rows, so no other cube's sums are needed.
+/// of channels over all rows, so no other cube's sums are needed. The activations (`F`) and the
+/// parameters and statistics (`P`) may differ: half-precision activations with f32 parameters,
+/// as mixed precision keeps them.
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
-fn channel_norm_train_kernel<F: Float>(
+fn channel_norm_train_kernel<F: Float, P: Float>(
     x: &Tensor<F>,
-    gamma: &Tensor<F>,
-    beta: &Tensor<F>,
-    mean: &Tensor<F>,
-    var: &Tensor<F>,
+    gamma: &Tensor<P>,
+    beta: &Tensor<P>,
+    mean: &Tensor<P>,
+    var: &Tensor<P>,
     y: &mut Tensor<F>,
-    stats: &mut Tensor<F>,
-    new_mean: &mut Tensor<F>,
-    new_var: &mut Tensor<F>,
+    stats: &mut Tensor<P>,
+    new_mean: &mut Tensor<P>,
+    new_var: &mut Tensor<P>,
     eps: f32,
     keep: f32,
     take: f32,
     #[comptime] units: u32,
     #[comptime] _revision: u64,
-    #[define(F)] _dtype: StorageType,
+    #[define(F, P)] _dtypes: [StorageType; 2],
 ) {
     let rows = x.shape(0);
     let channels = x.shape(1);
@@ -243,10 +245,10 @@ fn channel_norm_train_kernel<F: Float>(
             r += lanes;
         }
         if lane == 0 {
-            stats[c] = F::cast_from(batch_mean);
-            stats[channels + c] = F::cast_from(batch_var);
-            new_mean[c] = F::cast_from(f32::cast_from(mean[c * mean.stride(0)]) * keep + batch_mean * take);
-            new_var[c] = F::cast_from(f32::cast_from(var[c * var.stride(0)]) * keep + batch_var * take);
+            stats[c] = P::cast_from(batch_mean);
+            stats[channels + c] = P::cast_from(batch_var);
+            new_mean[c] = P::cast_from(f32::cast_from(mean[c * mean.stride(0)]) * keep + batch_mean * take);
+            new_var[c] = P::cast_from(f32::cast_from(var[c * var.stride(0)]) * keep + batch_var * take);
         }
     }
 }
@@ -262,18 +264,18 @@ pub(crate) struct NormSettings {
 }
 
 /// Training-mode BatchNorm of `x [.., C]` (its leading axes are the rows) with `gamma`, `beta`
-/// and the running `mean`, `var`: the output (`x`'s shape), the batch statistics `[2, C]` and
-/// the new running mean and variance.
+/// and the running `mean`, `var`: the output (`x`'s shape and dtype), the batch statistics `[2,
+/// C]` and the new running mean and variance (in the parameters' dtype).
 pub(crate) fn channel_norm_train<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, set: &NormSettings) -> Vec<CubeTensor<R>> {
     let [x, gamma, beta, mean, var] = take(inputs);
     let y = empty(&x, x.meta.shape().clone());
     let x = as_rows(x);
     let [_, channels] = dims::<R, 2>(&x);
-    let stats = empty(&x, Shape::new([2, channels]));
-    let new_mean = empty(&x, Shape::new([channels]));
-    let new_var = empty(&x, Shape::new([channels]));
+    let stats = empty(&gamma, Shape::new([2, channels]));
+    let new_mean = empty(&gamma, Shape::new([channels]));
+    let new_var = empty(&gamma, Shape::new([channels]));
     let (count, cube_dim, units) = per_channel(&y.client, channels, 1);
-    let dtype = storage(x.dtype);
+    let dtypes = [storage(x.dtype), storage(gamma.dtype)];
     channel_norm_train_kernel::launch::<R>(
         &y.client,
         count,
@@ -292,7 +294,7 @@ pub(crate) fn channel_norm_train<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, set
         set.weights[1],
         units,
         REVISION,
-        dtype,
+        dtypes,
     );
     vec![y, stats, new_mean, new_var]
 }
@@ -300,20 +302,22 @@ pub(crate) fn channel_norm_train<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, set
 /// Training-mode BatchNorm backward for `x [N, C]` with `stats [2, C]` and `gamma [C]`: the
 /// sums `sum_g` and `sum_gx = sum(g * xhat)` per channel (one pass, added in shared memory), then
 /// `gx = (g - sum_g / N - xhat * sum_gx / N) * gamma / sqrt(var + eps)` in a second pass;
-/// `ggamma = sum_gx`, `gbeta = sum_g`.
+/// `ggamma = sum_gx`, `gbeta = sum_g`. Activations and their gradients in `F`, the statistics,
+/// `gamma` and its and `beta`'s gradients in `P` (as [`channel_norm_train_kernel`]).
 #[cube(launch)]
-fn channel_norm_backward_kernel<F: Float>(
+#[allow(clippy::too_many_arguments)]
+fn channel_norm_backward_kernel<F: Float, P: Float>(
     x: &Tensor<F>,
-    stats: &Tensor<F>,
-    gamma: &Tensor<F>,
+    stats: &Tensor<P>,
+    gamma: &Tensor<P>,
     g: &Tensor<F>,
     gx: &mut Tensor<F>,
-    ggamma: &mut Tensor<F>,
-    gbeta: &mut Tensor<F>,
+    ggamma: &mut Tensor<P>,
+    gbeta: &mut Tensor<P>,
     eps: f32,
     #[comptime] units: u32,
     #[comptime] _revision: u64,
-    #[define(F)] _dtype: StorageType,
+    #[define(F, P)] _dtypes: [StorageType; 2],
 ) {
     let rows = x.shape(0);
     let channels = x.shape(1);
@@ -358,8 +362,8 @@ fn channel_norm_backward_kernel<F: Float>(
             r += lanes;
         }
         if lane == 0 {
-            ggamma[c] = F::cast_from(total_gx);
-            gbeta[c] = F::cast_from(total_g);
+            ggamma[c] = P::cast_from(total_gx);
+            gbeta[c] = P::cast_from(total_g);
         }
     }
 }
@@ -1503,10 +1507,10 @@ pub(crate) fn channel_norm_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, 
     let gx = empty(&x, x.meta.shape().clone());
     let (x, g) = (as_rows(x), as_rows(g));
     let [_, channels] = dims::<R, 2>(&x);
-    let ggamma = empty(&x, Shape::new([channels]));
-    let gbeta = empty(&x, Shape::new([channels]));
+    let ggamma = empty(&gamma, Shape::new([channels]));
+    let gbeta = empty(&gamma, Shape::new([channels]));
     let (count, cube_dim, units) = per_channel(&gx.client, channels, 1);
-    let dtype = storage(x.dtype);
+    let dtypes = [storage(x.dtype), storage(gamma.dtype)];
     channel_norm_backward_kernel::launch::<R>(
         &gx.client,
         count,
@@ -1521,7 +1525,7 @@ pub(crate) fn channel_norm_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, 
         *eps,
         units,
         REVISION,
-        dtype,
+        dtypes,
     );
     vec![gx, ggamma, gbeta]
 }

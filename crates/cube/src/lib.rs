@@ -166,14 +166,23 @@ pub fn channel_norm_train(
     let c = channels(x)?;
     let (mean, var) = running;
     let per_channel = [gamma, beta, mean, var].iter().all(|t| t.shape().num_dims() == 1 && t.shape()[0] == c);
+    let p = norm_param_dtype(x, &[gamma, beta, mean, var])?;
     if !per_channel {
         return None;
     }
-    let shapes = vec![x.shape(), Shape::new([2, c]), Shape::new([c]), Shape::new([c])];
+    let outputs = vec![(x.shape(), x.dtype()), (Shape::new([2, c]), p), (Shape::new([c]), p), (Shape::new([c]), p)];
     let set = kernels::NormSettings { eps: eps as f32, weights: [(1.0 - momentum) as f32, momentum as f32] };
     let launch = Launchers::of(kernels::channel_norm_train, kernels::channel_norm_train);
     let op = Op { name: "channel_norm_train", bindings: 9, shared: 0, launch };
-    op.run(&[x, gamma, beta, mean, var], shapes, set)
+    op.run_typed(&[x, gamma, beta, mean, var], outputs, set)?.try_into().ok()
+}
+
+/// The dtype of BatchNorm's parameters and statistics `params` beside activations `x`: `x`'s
+/// own, or f32 beside half-precision activations (mixed precision keeps BatchNorm in f32).
+fn norm_param_dtype(x: &DispatchTensor, params: &[&DispatchTensor]) -> Option<DType> {
+    let p = params.first()?.dtype();
+    let mixed_ok = p == x.dtype() || (p == DType::F32 && matches!(x.dtype(), DType::F16 | DType::BF16));
+    (mixed_ok && params.iter().all(|t| t.dtype() == p)).then_some(p)
 }
 
 /// Gradients of training-mode BatchNorm (`x [.., C]` with its leading axes as rows, normalized
@@ -187,13 +196,14 @@ pub fn channel_norm_backward(
     eps: f64,
 ) -> Option<(DispatchTensor, DispatchTensor, DispatchTensor)> {
     let channels = channels(x)?;
-    if grad.shape() != x.shape() {
+    let p = norm_param_dtype(x, &[stats, gamma])?;
+    if grad.shape() != x.shape() || grad.dtype() != x.dtype() {
         return None;
     }
-    let shapes = vec![x.shape(), Shape::new([channels]), Shape::new([channels])];
+    let outputs = vec![(x.shape(), x.dtype()), (Shape::new([channels]), p), (Shape::new([channels]), p)];
     let launch = Launchers::of(kernels::channel_norm_backward, kernels::channel_norm_backward);
     let op = Op { name: "channel_norm_backward", bindings: 7, shared: 0, launch };
-    let [gx, gg, gb] = op.run(&[x, stats, gamma, grad], shapes, eps as f32)?;
+    let [gx, gg, gb] = op.run_typed(&[x, stats, gamma, grad], outputs, eps as f32)?.try_into().ok()?;
     Some((gx, gg, gb))
 }
 
@@ -455,48 +465,70 @@ impl<P: fusion::Params> Op<P> {
 
     /// [`Op::run`] with as many outputs as `shapes`.
     fn run_vec(&self, inputs: &[&DispatchTensor], shapes: Vec<Shape>, params: P) -> Option<Vec<DispatchTensor>> {
-        let first = *inputs.first()?;
-        let dtype = first.dtype();
-        if !enabled() || inputs.iter().any(|t| t.dtype() != dtype) {
+        let dtype = inputs.first()?.dtype();
+        if inputs.iter().any(|t| t.dtype() != dtype) {
             return None;
         }
+        self.run_typed(inputs, shapes.into_iter().map(|s| (s, dtype)).collect(), params)
+    }
+
+    /// [`Op::run_vec`] for inputs of more than one dtype, with each output's shape and dtype.
+    fn run_typed(
+        &self,
+        inputs: &[&DispatchTensor],
+        outputs: Vec<(Shape, DType)>,
+        params: P,
+    ) -> Option<Vec<DispatchTensor>> {
+        let first = *inputs.first()?;
+        if !enabled() {
+            return None;
+        }
+        let mut dtypes: Vec<DType> = Vec::new();
+        for t in inputs {
+            if !dtypes.contains(&t.dtype()) {
+                dtypes.push(t.dtype());
+            }
+        }
         let device = <burn::Dispatch as burn::tensor::ops::FloatTensorOps<burn::Dispatch>>::float_device(first);
-        let outputs: Vec<DispatchTensorKind> = if let Some(tensors) = fusion_inputs(inputs, |kind| match kind {
+        let kinds: Vec<DispatchTensorKind> = if let Some(tensors) = fusion_inputs(inputs, |kind| match kind {
             DispatchTensorKind::Wgpu(BackendTensor::Float(t)) => Some(t.clone()),
             _ => None,
         }) {
-            let outputs = self.on_device(&device, tensors, shapes, self.launch.wgpu, params, dtype)?;
+            let outputs = self.on_device(&device, tensors, outputs, self.launch.wgpu, params, &dtypes)?;
             outputs.into_iter().map(|t| DispatchTensorKind::Wgpu(BackendTensor::Float(t))).collect()
         } else if let Some(tensors) = fusion_inputs(inputs, |kind| match kind {
             DispatchTensorKind::Cuda(BackendTensor::Float(t)) => Some(t.clone()),
             _ => None,
         }) {
-            let outputs = self.on_device(&device, tensors, shapes, self.launch.cuda, params, dtype)?;
+            let outputs = self.on_device(&device, tensors, outputs, self.launch.cuda, params, &dtypes)?;
             outputs.into_iter().map(|t| DispatchTensorKind::Cuda(BackendTensor::Float(t))).collect()
         } else {
             return None;
         };
-        Some(outputs.into_iter().map(|kind| first.clone().map_kind(|_| kind)).collect())
+        Some(kinds.into_iter().map(|kind| first.clone().map_kind(|_| kind)).collect())
     }
 
-    /// Queues the op on the inputs' device if the device can run it and the kernels passed their
-    /// self-test there ([`check`]); else warns (once) and gives `None`.
+    /// Queues the op on the inputs' device if the device can run it in each of `dtypes` (the
+    /// inputs') and the kernels passed their self-test there ([`check`]); else warns (once) and
+    /// gives `None`.
     fn on_device<R: CubeRuntime>(
         &self,
         device: &burn::DispatchDevice,
         inputs: Vec<FusionTensor<FusionCubeRuntime<R>>>,
-        shapes: Vec<Shape>,
+        outputs: Vec<(Shape, DType)>,
         launch: fusion::Launch<R, P>,
         params: P,
-        dtype: DType,
+        dtypes: &[DType],
     ) -> Option<Vec<FusionTensor<FusionCubeRuntime<R>>>> {
         let client = R::client(inputs[0].client.device());
-        if let Err(why) = runnable(client.properties(), dtype, self.bindings, self.shared) {
-            warn_once(self.name, &why);
-            return None;
+        for &dtype in dtypes {
+            if let Err(why) = runnable(client.properties(), dtype, self.bindings, self.shared) {
+                warn_once(self.name, &why);
+                return None;
+            }
+            check::verdict(device, dtype).ok()?;
         }
-        check::verdict(device, dtype).ok()?;
-        Some(fusion::register(self.name, inputs, shapes, launch, params))
+        Some(fusion::register(self.name, inputs, outputs, launch, params))
     }
 }
 

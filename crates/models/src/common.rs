@@ -221,19 +221,15 @@ impl<B: Kernels> ChannelNorm<B> {
     /// Training mode runs [`crate::kernels`]' BatchNorm (closed-form backward) and updates the
     /// running statistics exactly as Burn's `BatchNorm` does (biased batch variance, `momentum`).
     /// Half-precision input is normalized in f32 (BatchNorm statistics and running state stay
-    /// f32, the usual mixed-precision practice) and cast back.
+    /// f32, the usual mixed-precision practice): the GPU kernels read it beside the f32
+    /// parameters as it is and write the output in its dtype; elsewhere it is cast to f32 and
+    /// back.
     pub fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
         let dtype = x.dtype();
-        if dtype == DType::F32 {
-            return self.forward_f32(x);
-        }
-        self.forward_f32(x.cast(FloatDType::F32)).cast(dtype)
-    }
-
-    /// [`ChannelNorm::forward`] of f32 activations.
-    fn forward_f32(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
+        let to_f32 = |x: Tensor<B, 2>| if dtype == DType::F32 { x } else { x.cast(FloatDType::F32) };
+        let back = |y: Tensor<B, 2>| if dtype == DType::F32 { y } else { y.cast(dtype) };
         if !B::ad_enabled(&x.device()) || self.bn.epsilon != crate::kernels::NORM_EPS {
-            return self.bn.forward(x);
+            return back(self.bn.forward(to_f32(x)));
         }
         let device = x.device();
         let running_mean = self.bn.running_mean.value_sync().to_device(&device);
@@ -242,9 +238,9 @@ impl<B: Kernels> ChannelNorm<B> {
         let running = (running_mean.clone(), running_var.clone());
         let fused = crate::kernels::ops::channel_norm_fused(x.clone(), gamma.clone(), beta.clone(), running, momentum);
         let (y, mean, var) = fused.unwrap_or_else(|| {
-            let (y, stats) = crate::kernels::ops::channel_norm_train(x, gamma, beta);
+            let (y, stats) = crate::kernels::ops::channel_norm_train(to_f32(x), gamma, beta);
             let (mean, var) = crate::kernels::ops::running_stats(stats.detach(), running_mean, running_var, momentum);
-            (y, mean, var)
+            (back(y), mean, var)
         });
         self.bn.running_mean.update(mean.detach());
         self.bn.running_var.update(var.detach());

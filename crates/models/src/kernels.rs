@@ -383,6 +383,8 @@ pub trait Kernels: Backend {
     /// new_var]`, as [`Kernels::channel_stats`], [`Kernels::channel_norm`] and
     /// [`Kernels::running_stats`] give them (`running`: the running mean and variance, `[C]`
     /// each). Its backward ([`Kernels::channel_norm_backward`]) gets `x` at that shape too.
+    /// Half-precision `x` may come with f32 parameters (mixed precision): `y` is then in `x`'s
+    /// dtype and the statistics in f32, normalized in f32 either way.
     fn channel_norm_fused(
         _x: FloatTensor<Self>,
         _gamma: FloatTensor<Self>,
@@ -817,11 +819,16 @@ impl Kernels for burn::Dispatch {
         grad: FloatTensor<Self>,
     ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>) {
         cube::channel_norm_backward(&x, &stats, &gamma, &grad, NORM_EPS).unwrap_or_else(|| {
-            // The fused forward hands its input over at any rank; the reference takes rows.
-            let shape = burn::tensor::TensorMetadata::shape(&x);
-            let (x, grad) = (as_rows::<Self>(x), as_rows::<Self>(grad));
+            // The fused forward hands its input over at any rank, and in half precision beside
+            // f32 statistics; the reference takes rows of one dtype.
+            use burn::tensor::ops::FloatTensorOps;
+            use burn::tensor::TensorMetadata;
+            let (shape, dtype, param) = (x.shape(), x.dtype(), stats.dtype());
+            let in_param = |t| if dtype == param { t } else { Self::float_cast(t, param.into()) };
+            let (x, grad) = (as_rows::<Self>(in_param(x)), as_rows::<Self>(in_param(grad)));
             let (gx, gg, gb) = portable::channel_norm_backward::<Self>(x, stats, gamma, grad);
-            (<Self as burn::tensor::ops::FloatTensorOps<Self>>::float_reshape(gx, shape), gg, gb)
+            let gx = if dtype == param { gx } else { Self::float_cast(gx, dtype.into()) };
+            (Self::float_reshape(gx, shape), gg, gb)
         })
     }
 

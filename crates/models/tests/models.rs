@@ -1187,6 +1187,48 @@ mod slow {
                 let gx3 = wrap3(gx3);
                 assert_eq!(gx3.dims(), [b, t, c], "{name}");
                 close(&format!("{name} norm dx [B, T, C]"), &values(gx3), &gx2, 0.0);
+                if dtype == FloatDType::F32 {
+                    continue;
+                }
+                // Half-precision rows beside f32 parameters and statistics (mixed precision):
+                // the output and input gradient in the rows' dtype, the rest in f32, the values
+                // those of the f32 kernels on the same (rounded) rows.
+                use burn::tensor::{DType::F32, TensorMetadata};
+                let f32s = |t: &Tensor<B, 1>| t.clone().cast(FloatDType::F32);
+                let (g32, b32, m32, v32) = (f32s(&gamma), f32s(&beta), f32s(&mean), f32s(&var));
+                let (x32, gr32) =
+                    (x2.clone().cast(FloatDType::F32), g.clone().reshape([b * t, c]).cast(FloatDType::F32));
+                let running = (&prim1(&m32), &prim1(&v32));
+                let [y, st, m, _] =
+                    cube::channel_norm_train(&prim2(&x2), &prim1(&g32), &prim1(&b32), running, NORM_EPS, 0.05)
+                        .expect("the mixed-precision norm runs on WGPU");
+                let [y_ref, st_ref, m_ref, _] =
+                    cube::channel_norm_train(&prim2(&x32), &prim1(&g32), &prim1(&b32), running, NORM_EPS, 0.05)
+                        .expect("the f32 norm runs on WGPU");
+                assert_eq!((y.dtype(), st.dtype(), m.dtype()), (x2.dtype(), F32, F32), "{name}");
+                close(&format!("{name} mixed norm"), &values(wrap2(y)), &values(wrap2(y_ref)), tol);
+                close(&format!("{name} mixed stats"), &values(wrap2(st.clone())), &values(wrap2(st_ref)), 1e-5);
+                close(&format!("{name} mixed running mean"), &values(wrap1(m)), &values(wrap1(m_ref)), 1e-5);
+                let (gx, gg, gb) = cube::channel_norm_backward(
+                    &prim2(&x2),
+                    &st,
+                    &prim1(&g32),
+                    &prim2(&gr32.clone().cast(dtype)),
+                    NORM_EPS,
+                )
+                .expect("the mixed-precision norm backward runs on WGPU");
+                let (gx_ref, gg_ref, gb_ref) = cube::channel_norm_backward(
+                    &prim2(&x32),
+                    &st,
+                    &prim1(&g32),
+                    &prim2(&gr32.cast(dtype).cast(FloatDType::F32)),
+                    NORM_EPS,
+                )
+                .expect("the f32 norm backward runs on WGPU");
+                assert_eq!((gx.dtype(), gg.dtype(), gb.dtype()), (x2.dtype(), F32, F32), "{name}");
+                close(&format!("{name} mixed norm dx"), &values(wrap2(gx)), &values(wrap2(gx_ref)), tol);
+                close(&format!("{name} mixed norm dgamma"), &values(wrap1(gg)), &values(wrap1(gg_ref)), 1e-5);
+                close(&format!("{name} mixed norm dbeta"), &values(wrap1(gb)), &values(wrap1(gb_ref)), 1e-5);
             }
         }
         // ECA and the attention ops on the fused projection, forward and backward, against the
