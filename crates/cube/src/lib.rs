@@ -1,12 +1,13 @@
 //! SignFlow's CubeCL kernels: ops the CPU runs as host loops (`models::kernels`: the causal
-//! depthwise conv and its gradients, BatchNorm's statistics, backward and running statistics)
-//! and the optimizer's gradient gather, as one kernel launch each (and the optimizer's parameter
-//! views, as none) on Burn's CubeCL backends (CUDA
+//! depthwise conv and its gradients, SiLU, BatchNorm's statistics, backward and running
+//! statistics, the ECA gate, attention) and the optimizer's gradient gather, as one kernel
+//! launch each (and the optimizer's parameter views, as none) on Burn's CubeCL backends (CUDA
 //! and WGPU) instead of the chains of tensor ops their reference formulations take (padding,
 //! `cat`, transposes, separate reductions, one slice write per tensor).
 //!
 //! Each entry point takes `Dispatch` float tensors and returns `None` when it does not apply (a
-//! CPU tensor, inputs on different backends or of different dtypes, a device without the dtype
+//! CPU tensor, inputs on different backends or of different dtypes (BatchNorm takes
+//! half-precision rows beside f32 parameters), a device without the dtype
 //! or the shared memory the kernel needs, or `SIGNFLOW_GPU_KERNELS=reference`); the caller then
 //! runs the reference ops. A device that lacks what a kernel needs is named in a one-line
 //! warning, once per op; before their first use on a device the kernels run a self-test there
