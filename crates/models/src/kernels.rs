@@ -272,11 +272,13 @@ pub trait Kernels: Backend {
         ]
     }
 
-    /// `shape` elements of the contiguous 1-D `flat` from `start`, as a view of its memory where
-    /// the backend can (`cube::view` on CUDA and WGPU, where `start` is at the memory alignment),
-    /// else a copy. Not differentiable: for constants such as masks.
-    fn view(flat: FloatTensor<Self>, start: usize, shape: burn::tensor::Shape) -> FloatTensor<Self> {
-        portable::view::<Self>(flat, start, shape)
+    /// For each window `(start, shape)`, `shape` elements of the contiguous 1-D `flat` from
+    /// `start`, as a view of its memory where the backend can (`cube::views` on CUDA and WGPU,
+    /// where `start` is at the memory alignment: all windows in one operation of Burn's fusion
+    /// stream), else a copy. Not differentiable: for constants such as masks, and the
+    /// half-precision copy of the weights (whose gradients go through [`Kernels::precast`]).
+    fn views(flat: FloatTensor<Self>, windows: &[(usize, burn::tensor::Shape)]) -> Vec<FloatTensor<Self>> {
+        portable::views::<Self>(flat, windows)
     }
 
     /// `x` in another dtype from values cast elsewhere: `cast` (`x`'s shape, e.g. a view of one
@@ -425,9 +427,16 @@ pub trait Kernels: Backend {
 mod portable {
     use super::*;
 
-    pub(super) fn view<B: Kernels>(flat: FloatTensor<B>, start: usize, shape: burn::tensor::Shape) -> FloatTensor<B> {
-        let part = wrap::<B, 1>(flat).narrow(0, start, shape.num_elements());
-        B::float_reshape(unwrap(part), shape)
+    pub(super) fn views<B: Kernels>(
+        flat: FloatTensor<B>,
+        windows: &[(usize, burn::tensor::Shape)],
+    ) -> Vec<FloatTensor<B>> {
+        let flat = wrap::<B, 1>(flat);
+        let view = |(start, shape): &(usize, burn::tensor::Shape)| {
+            let part = flat.clone().narrow(0, *start, shape.num_elements());
+            B::float_reshape(unwrap(part), shape.clone())
+        };
+        windows.iter().map(view).collect()
     }
 
     pub(super) fn silu<B: Kernels, const D: usize>(x: FloatTensor<B>) -> FloatTensor<B> {
@@ -721,8 +730,8 @@ impl Kernels for burn::Dispatch {
         cube::silu_backward(&x, &grad).unwrap_or_else(|| portable::silu_backward::<Self, D>(x, grad))
     }
 
-    fn view(flat: FloatTensor<Self>, start: usize, shape: burn::tensor::Shape) -> FloatTensor<Self> {
-        cube::view(&flat, start, shape.clone()).unwrap_or_else(|| portable::view::<Self>(flat, start, shape))
+    fn views(flat: FloatTensor<Self>, windows: &[(usize, burn::tensor::Shape)]) -> Vec<FloatTensor<Self>> {
+        cube::views(&flat, windows).unwrap_or_else(|| portable::views::<Self>(flat, windows))
     }
 
     fn fused_kernels(x: &FloatTensor<Self>) -> bool {
@@ -1157,8 +1166,9 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
         }
     }
 
-    fn view(flat: FloatTensor<Self>, start: usize, shape: burn::tensor::Shape) -> FloatTensor<Self> {
-        <Self as burn::tensor::backend::AutodiffBackend>::from_inner(B::view(flat.primitive, start, shape))
+    fn views(flat: FloatTensor<Self>, windows: &[(usize, burn::tensor::Shape)]) -> Vec<FloatTensor<Self>> {
+        let from_inner = <Self as burn::tensor::backend::AutodiffBackend>::from_inner;
+        B::views(flat.primitive, windows).into_iter().map(from_inner).collect()
     }
 
     fn precast(x: FloatTensor<Self>, cast: FloatTensor<Self>) -> FloatTensor<Self> {
@@ -1333,9 +1343,10 @@ pub mod ops {
         wrap(B::merge_heads(unwrap(x)))
     }
 
-    /// See [`Kernels::view`].
+    /// One window of [`Kernels::views`].
     pub fn view<B: Kernels, const D: usize>(flat: Tensor<B, 1>, start: usize, shape: [usize; D]) -> Tensor<B, D> {
-        wrap(B::view(unwrap(flat), start, shape.into()))
+        let views = B::views(unwrap(flat), &[(start, shape.into())]);
+        wrap(views.into_iter().next().expect("one view per window"))
     }
 
     /// See [`Kernels::precast`].

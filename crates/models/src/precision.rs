@@ -8,8 +8,9 @@
 
 use crate::kernels::Kernels;
 use crate::{ModelError, SignModel};
-use burn::module::{Module, ModuleMapper, Param};
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::tensor::backend::Backend;
+use burn::tensor::ops::FloatTensor;
 use burn::tensor::{Bool, FloatDType, Tensor};
 
 /// Layer types whose parameters stay f32 under mixed precision.
@@ -20,23 +21,74 @@ pub const KEEP_F32: [&str; 2] = ["BatchNorm", "Gru"];
 pub struct ComputeCast<B: Backend> {
     /// The compute dtype.
     pub dtype: FloatDType,
-    /// Depth of nesting inside a keep-f32 layer.
-    keep: usize,
-    /// The trainable parameters already cast ([`Precast`]), with the offsets not yet handed out.
-    precast: Option<(Tensor<B, 1>, std::vec::IntoIter<usize>)>,
+    keep: KeepF32,
+    /// The trainable parameters already cast ([`Precast`]): views of its buffer, one per
+    /// parameter to cast, in visit order, not yet handed out.
+    precast: Option<std::vec::IntoIter<FloatTensor<B>>>,
 }
 
 impl<B: Backend> ComputeCast<B> {
     /// A mapper casting to `dtype`.
     pub fn new(dtype: FloatDType) -> Self {
-        Self { dtype, keep: 0, precast: None }
+        Self { dtype, keep: KeepF32::default(), precast: None }
+    }
+}
+
+/// Depth of nesting inside [`KEEP_F32`] layers while a module is walked.
+#[derive(Debug, Default)]
+struct KeepF32(usize);
+
+impl KeepF32 {
+    fn enter(&mut self, container_type: &str) {
+        if keeps_f32(container_type) {
+            self.0 += 1;
+        }
+    }
+
+    fn exit(&mut self, container_type: &str) {
+        if keeps_f32(container_type) {
+            self.0 -= 1;
+        }
+    }
+
+    fn active(&self) -> bool {
+        self.0 > 0
+    }
+}
+
+/// The windows of a [`Precast`] buffer the cast copy takes: `(offset, shape)` of each trainable
+/// parameter outside [`KEEP_F32`] layers, in visit order (every trainable parameter has an
+/// offset; those of kept layers are skipped).
+struct PrecastWindows {
+    keep: KeepF32,
+    offsets: std::vec::IntoIter<usize>,
+    windows: Vec<(usize, burn::tensor::Shape)>,
+}
+
+impl<B: Backend> ModuleVisitor<B> for PrecastWindows {
+    fn enter_module(&mut self, _name: &str, container_type: &str) {
+        self.keep.enter(container_type);
+    }
+
+    fn exit_module(&mut self, _name: &str, container_type: &str) {
+        self.keep.exit(container_type);
+    }
+
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        if !param.val().is_require_grad() {
+            return;
+        }
+        let at = self.offsets.next();
+        if let (Some(at), false) = (at, self.keep.active()) {
+            self.windows.push((at, param.shape()));
+        }
     }
 }
 
 /// The trainable parameters of a model already cast to the compute dtype: one flat tensor in
 /// that dtype with each trainable parameter (in the model's visit order) at its offset, such as
-/// one cast of the optimizer's flat f32 buffer. The cast copy's parameters are then views of it
-/// ([`crate::kernels::Kernels::view`]) and their gradients reach the masters uncast
+/// one cast of the optimizer's flat f32 buffer. The cast copy's parameters are then views of it,
+/// all made by one operation ([`crate::kernels::Kernels::views`]), and their gradients reach the masters uncast
 /// ([`crate::kernels::Kernels::precast`]): no cast kernel per parameter either way.
 #[derive(Debug, Clone)]
 pub struct Precast<B: Backend> {
@@ -54,36 +106,28 @@ fn keeps_f32(container_type: &str) -> bool {
 
 impl<B: Kernels> ModuleMapper<B> for ComputeCast<B> {
     fn enter_module(&mut self, _name: &str, container_type: &str) {
-        if keeps_f32(container_type) {
-            self.keep += 1;
-        }
+        self.keep.enter(container_type);
     }
 
     fn exit_module(&mut self, _name: &str, container_type: &str) {
-        if keeps_f32(container_type) {
-            self.keep -= 1;
-        }
+        self.keep.exit(container_type);
     }
 
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
         let dtype = self.dtype;
-        let trainable = param.val().is_require_grad();
-        let at = match &mut self.precast {
-            Some((_, offsets)) if trainable => offsets.next(),
-            _ => None,
-        };
-        if self.keep > 0 {
+        if self.keep.active() {
             return param;
         }
-        match (&self.precast, at) {
-            (Some((flat, _)), Some(at)) => {
-                let flat = flat.clone();
-                param.map(|t| {
-                    let cast = crate::kernels::ops::view(flat, at, t.dims());
-                    crate::kernels::ops::precast(t, cast)
-                })
-            }
-            _ => param.map(|t| t.cast(dtype)),
+        let view = match &mut self.precast {
+            Some(views) if param.val().is_require_grad() => views.next(),
+            _ => None,
+        };
+        match view {
+            Some(view) => param.map(|t| {
+                let cast = Tensor::from_primitive(burn::tensor::TensorPrimitive::Float(view));
+                crate::kernels::ops::precast(t, cast)
+            }),
+            None => param.map(|t| t.cast(dtype)),
         }
     }
 }
@@ -126,7 +170,11 @@ impl<B: Kernels> ComputeModel<B> {
     /// `precast` (one offset per trainable parameter, in visit order, [`KEEP_F32`] layers' too).
     pub fn with_precast(model: SignModel<B>, precast: Precast<B>) -> Self {
         let dtype = FloatDType::from(precast.flat.dtype());
-        let mut cast = ComputeCast { dtype, keep: 0, precast: Some((precast.flat, precast.offsets.into_iter())) };
+        let offsets = precast.offsets.into_iter();
+        let mut windows = PrecastWindows { keep: KeepF32::default(), offsets, windows: Vec::new() };
+        model.visit(&mut windows);
+        let views = B::views(precast.flat.into_primitive().tensor(), &windows.windows);
+        let mut cast = ComputeCast { dtype, keep: KeepF32::default(), precast: Some(views.into_iter()) };
         Self { model: model.map(&mut cast), dtype }
     }
 
