@@ -144,14 +144,12 @@ impl DropPath {
 /// launch each there); elsewhere each [`DropPath`] draws its own.
 #[derive(Debug)]
 pub struct DropDraw<B: Backend> {
-    /// `[branches x stride]`: each branch's mask over the rows (`0` or `1 / keep`, the same for
-    /// all rows of a sample) from the start of its block.
-    flat: Option<Tensor<B, 1>>,
+    /// The branches' masks over the rows (`[batch * frames, 1]`: `0` or `1 / keep`, the same for
+    /// all rows of a sample) not yet handed out, in order: views of one buffer, made by one
+    /// operation.
+    masks: core::cell::RefCell<std::vec::IntoIter<Tensor<B, 2>>>,
     prob: f64,
-    stride: usize,
-    rows: usize,
     frames: usize,
-    next: core::cell::Cell<usize>,
 }
 
 /// Elements per block of [`DropDraw`]'s buffer are a multiple of this, so every block starts at
@@ -170,26 +168,26 @@ impl<B: Kernels> DropDraw<B> {
         let stride = samples * frames;
         let device = like.device();
         let at_once = prob > 0.0 && branches > 0 && B::ad_enabled(&device) && crate::kernels::ops::fused_kernels(like);
-        let flat = at_once.then(|| {
+        let masks = if at_once {
             let keep = 1.0 - prob;
             let draws =
                 Tensor::<B, 3>::random([branches, samples, 1], Distribution::Bernoulli(keep), (&device, like.dtype()))
                     .div_scalar(keep);
             let spread = Tensor::<B, 3>::zeros([branches, samples, frames], (&device, like.dtype())) + draws;
-            spread.reshape([branches * stride])
-        });
-        Self { flat, prob, stride, rows: batch * frames, frames, next: core::cell::Cell::new(0) }
+            let windows: Vec<_> = (0..branches).map(|i| (i * stride, [batch * frames, 1])).collect();
+            crate::kernels::ops::views(spread.reshape([branches * stride]), &windows)
+        } else {
+            Vec::new()
+        };
+        Self { masks: core::cell::RefCell::new(masks.into_iter()), prob, frames }
     }
 
     /// The next branch's mask, `[batch * frames, 1]`, if this draw has one for `prob`.
     fn take(&self, prob: f64) -> Option<Tensor<B, 2>> {
-        let flat = self.flat.as_ref().filter(|_| prob == self.prob)?;
-        let block = self.next.get();
-        if (block + 1) * self.stride > flat.dims()[0] {
+        if prob != self.prob {
             return None;
         }
-        self.next.set(block + 1);
-        Some(crate::kernels::ops::view(flat.clone(), block * self.stride, [self.rows, 1]))
+        self.masks.borrow_mut().next()
     }
 }
 

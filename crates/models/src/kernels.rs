@@ -1343,10 +1343,10 @@ pub mod ops {
         wrap(B::merge_heads(unwrap(x)))
     }
 
-    /// One window of [`Kernels::views`].
-    pub fn view<B: Kernels, const D: usize>(flat: Tensor<B, 1>, start: usize, shape: [usize; D]) -> Tensor<B, D> {
-        let views = B::views(unwrap(flat), &[(start, shape.into())]);
-        wrap(views.into_iter().next().expect("one view per window"))
+    /// See [`Kernels::views`] (windows of one rank).
+    pub fn views<B: Kernels, const D: usize>(flat: Tensor<B, 1>, windows: &[(usize, [usize; D])]) -> Vec<Tensor<B, D>> {
+        let windows: Vec<_> = windows.iter().map(|(start, shape)| (*start, (*shape).into())).collect();
+        B::views(unwrap(flat), &windows).into_iter().map(wrap).collect()
     }
 
     /// See [`Kernels::precast`].
