@@ -382,17 +382,11 @@ fn values_shapes(attn: &DispatchTensor, qkv: &DispatchTensor) -> Option<[usize; 
     ok.then_some([rows, width])
 }
 
-/// `shape` elements of the 1-D tensor `flat` from `start`, as a view of its memory where the
-/// device allows (the start at its memory alignment; the end anywhere), else a copy: one
-/// window of [`views`] (the drop-path masks' rows of one draw). Burn's own slice copies unless
-/// the end is aligned too.
-pub fn view(flat: &DispatchTensor, start: usize, shape: Shape) -> Option<DispatchTensor> {
-    views(flat, &[(start, shape)])?.pop()
-}
-
-/// [`view`] of many windows (`(start, shape)` each) at once: one operation in Burn's fusion
-/// stream where a view each takes one per window (the optimizer's views of every parameter at
-/// every step).
+/// For each window `(start, shape)`, `shape` elements of the 1-D tensor `flat` from `start`, as
+/// a view of its memory where the device allows (the start at its memory alignment; the end
+/// anywhere; Burn's own slice copies unless the end is aligned too), else a copy; all windows in
+/// one operation of Burn's fusion stream (the optimizer's views of every parameter, the
+/// half-precision copy's, a forward pass's drop-path masks).
 pub fn views(flat: &DispatchTensor, windows: &[(usize, Shape)]) -> Option<Vec<DispatchTensor>> {
     let len = flat.shape();
     if len.num_dims() != 1 || windows.is_empty() || windows.iter().any(|(at, s)| at + s.num_elements() > len[0]) {
