@@ -5,20 +5,25 @@
 //! and WGPU) instead of the chains of tensor ops their reference formulations take (padding,
 //! `cat`, transposes, separate reductions, one slice write per tensor).
 //!
-//! Each entry point takes `Dispatch` float tensors and returns `None` when it does not apply (a
+//! Each entry point takes its `Dispatch` float tensors by value and, when it does not apply (a
 //! CPU tensor, inputs on different backends or of different dtypes (BatchNorm takes
-//! half-precision rows beside f32 parameters), a device without the dtype
-//! or the shared memory the kernel needs, or `SIGNFLOW_GPU_KERNELS=reference`); the caller then
-//! runs the reference ops. A device that lacks what a kernel needs is named in a one-line
-//! warning, once per op; before their first use on a device the kernels run a self-test there
-//! ([`check`]), and stand down on that device if one of them does not compile or gives other
-//! values. On a CubeCL device the kernel is queued as a custom operation of Burn's
-//! fusion stream ([`fusion`]), so it runs in order with the fused tensor ops around it and costs
-//! no host wait.
+//! half-precision rows beside f32 parameters), a device without the dtype or the shared memory
+//! the kernel needs, or `SIGNFLOW_GPU_KERNELS=reference`), gives them back untouched ([`Ran`]);
+//! the caller then runs the reference ops. Taken by value, an input whose last handle the
+//! caller gave is freed by the op itself instead of by a drop operation queued later in Burn's
+//! fusion stream (host work like any other operation). A device that lacks what a kernel needs
+//! is named in a one-line warning, once per op; before their first use on a device the kernels
+//! run a self-test there ([`check`]), and stand down on that device if one of them does not
+//! compile or gives other values. On a CubeCL device the kernel is queued as a custom operation
+//! of Burn's fusion stream ([`fusion`]), so it runs in order with the fused tensor ops around it
+//! and costs no host wait.
 //!
 //! The kernels ([`kernels`]) read strided inputs, write contiguous outputs and sum in f32.
 
 #![warn(missing_docs)]
+// An entry point that declines gives its inputs back in its `Err` (a few handles, moved once);
+// boxing them would allocate on every call of a CPU tensor, which always declines.
+#![allow(clippy::result_large_err)]
 
 mod check;
 mod fusion;
@@ -50,20 +55,21 @@ pub fn enabled() -> bool {
     })
 }
 
+/// An entry point's result: its outputs, or, when the op does not apply (see the crate docs),
+/// its `N` inputs given back untouched for the caller's reference ops.
+pub type Ran<T, const N: usize> = Result<T, [DispatchTensor; N]>;
+
 /// Whether the kernels run on `x`'s device in its dtype: a float tensor of a CubeCL device that
 /// can run them and where they passed their self-test. Layers with a formulation built on the
-/// kernels ask this before taking it (an op may still decline its own shapes and give `None`).
+/// kernels ask this before taking it (an op may still decline its own shapes).
 pub fn available(x: &DispatchTensor) -> bool {
     if !enabled() {
         return false;
     }
     let device = <burn::Dispatch as burn::tensor::ops::FloatTensorOps<burn::Dispatch>>::float_device(x);
     let dtype = x.dtype();
-    let props_ok = match x.kind() {
-        DispatchTensorKind::Wgpu(BackendTensor::Float(t)) => device_runs::<cubecl::wgpu::WgpuRuntime>(t, dtype),
-        DispatchTensorKind::Cuda(BackendTensor::Float(t)) => device_runs::<cubecl::cuda::CudaRuntime>(t, dtype),
-        _ => false,
-    };
+    let props_ok =
+        device_runs::<cubecl::wgpu::WgpuRuntime>(x, dtype) || device_runs::<cubecl::cuda::CudaRuntime>(x, dtype);
     props_ok && check::verdict(&device, dtype).is_ok()
 }
 
@@ -71,64 +77,64 @@ pub fn available(x: &DispatchTensor) -> bool {
 /// `frames` consecutive rows) and `w [C, 1, K]` (a depthwise `Conv1d`'s weight) -> `[B * T, C]`
 /// (see `models::kernels::Kernels::causal_dwconv`). Rows and taps are read in these shapes, so
 /// no reshape is queued around the op.
-pub fn causal_dwconv(x: &DispatchTensor, w: &DispatchTensor, frames: usize) -> Option<DispatchTensor> {
-    dwconv_shapes(x, w, frames)?;
+pub fn causal_dwconv(x: DispatchTensor, w: DispatchTensor, frames: usize) -> Ran<DispatchTensor, 2> {
+    if !dwconv_shapes(&x, &w, frames) {
+        return Err([x, w]);
+    }
     let op = Op {
         name: "causal_dwconv",
         bindings: 3,
         shared: 0,
         launch: Launchers::of(kernels::causal_dwconv, kernels::causal_dwconv),
     };
-    let [y] = op.run(&[x, w], vec![x.shape()], frames)?;
-    Some(y)
+    let shape = x.shape();
+    op.run([x, w], [shape], frames).map(|[y]| y)
 }
 
 /// Gradients of [`causal_dwconv`] with respect to `x` and `w` (in their shapes).
 pub fn causal_dwconv_backward(
-    x: &DispatchTensor,
-    w: &DispatchTensor,
-    grad: &DispatchTensor,
+    x: DispatchTensor,
+    w: DispatchTensor,
+    grad: DispatchTensor,
     frames: usize,
-) -> Option<(DispatchTensor, DispatchTensor)> {
-    dwconv_shapes(x, w, frames)?;
-    if grad.shape() != x.shape() {
-        return None;
+) -> Ran<(DispatchTensor, DispatchTensor), 3> {
+    if !dwconv_shapes(&x, &w, frames) || grad.shape() != x.shape() {
+        return Err([x, w, grad]);
     }
     let launch = Launchers::of(kernels::causal_dwconv_backward, kernels::causal_dwconv_backward);
     let op = Op { name: "causal_dwconv_backward", bindings: 3, shared: 0, launch };
-    let [gx, gw] = op.run(&[x, w, grad], vec![x.shape(), w.shape()], frames)?;
-    Some((gx, gw))
+    let shapes = [x.shape(), w.shape()];
+    op.run([x, w, grad], shapes, frames).map(|[gx, gw]| (gx, gw))
 }
 
-/// `Some` when `x [B * T, C]` holds whole samples of `frames` rows and `w` is `[C, 1, K]`.
-fn dwconv_shapes(x: &DispatchTensor, w: &DispatchTensor, frames: usize) -> Option<()> {
+/// Whether `x [B * T, C]` holds whole samples of `frames` rows and `w` is `[C, 1, K]`.
+fn dwconv_shapes(x: &DispatchTensor, w: &DispatchTensor, frames: usize) -> bool {
     let (xs, ws) = (x.shape(), w.shape());
-    let ok = xs.num_dims() == 2
+    xs.num_dims() == 2
         && ws.num_dims() == 3
         && frames > 0
         && xs[0].is_multiple_of(frames)
         && (ws[0], ws[1]) == (xs[1], 1)
-        && ws[2] > 0;
-    ok.then_some(())
+        && ws[2] > 0
 }
 
 /// SiLU, `x * sigmoid(x)`, of `x` at any rank in one launch and one operation of Burn's fusion
 /// stream, where the tensor-op formulation queues five (and its gradient ten), each host work.
-pub fn silu(x: &DispatchTensor) -> Option<DispatchTensor> {
+pub fn silu(x: DispatchTensor) -> Ran<DispatchTensor, 1> {
     let op = Op { name: "silu", bindings: 2, shared: 0, launch: Launchers::of(kernels::silu, kernels::silu) };
-    let [y] = op.run(&[x], vec![x.shape()], ())?;
-    Some(y)
+    let shape = x.shape();
+    op.run([x], [shape], ()).map(|[y]| y)
 }
 
 /// Gradient of [`silu`] with respect to `x`, from `x` and the output gradient `grad`.
-pub fn silu_backward(x: &DispatchTensor, grad: &DispatchTensor) -> Option<DispatchTensor> {
+pub fn silu_backward(x: DispatchTensor, grad: DispatchTensor) -> Ran<DispatchTensor, 2> {
     if grad.shape() != x.shape() {
-        return None;
+        return Err([x, grad]);
     }
     let launch = Launchers::of(kernels::silu_backward, kernels::silu_backward);
     let op = Op { name: "silu_backward", bindings: 3, shared: 0, launch };
-    let [gx] = op.run(&[x, grad], vec![x.shape()], ())?;
-    Some(gx)
+    let shape = x.shape();
+    op.run([x, grad], [shape], ()).map(|[gx]| gx)
 }
 
 /// The channel count of `x [.., C]` (its last axis; its leading axes are rows), if it has two
@@ -140,116 +146,101 @@ fn channels(x: &DispatchTensor) -> Option<usize> {
 
 /// Per-channel mean and biased variance of `x [.., C]` (its leading axes are rows), stacked as
 /// `[2, C]`.
-pub fn channel_stats(x: &DispatchTensor) -> Option<DispatchTensor> {
+pub fn channel_stats(x: DispatchTensor) -> Ran<DispatchTensor, 1> {
+    let Some(c) = channels(&x) else { return Err([x]) };
     let op = Op {
         name: "channel_stats",
         bindings: 2,
         shared: 0,
         launch: Launchers::of(kernels::channel_stats, kernels::channel_stats),
     };
-    let [stats] = op.run(&[x], vec![Shape::new([2, channels(x)?])], ())?;
-    Some(stats)
+    op.run([x], [Shape::new([2, c])], ()).map(|[stats]| stats)
 }
 
 /// Training-mode BatchNorm of `x [.., C]` (its leading axes are rows; `y` has its shape) in one
 /// launch: `(x - mean) / sqrt(var + eps) * gamma + beta` with the batch's statistics, those
 /// statistics (`[2, C]`: mean, biased variance, for the backward pass), and the running `mean`,
-/// `var` (`[C]`) after the batch, `running * (1 - momentum) + batch * momentum`. Returns `(y,
-/// stats, new_mean, new_var)`.
-pub fn channel_norm_train(
-    x: &DispatchTensor,
-    gamma: &DispatchTensor,
-    beta: &DispatchTensor,
-    running: (&DispatchTensor, &DispatchTensor),
-    eps: f64,
-    momentum: f64,
-) -> Option<[DispatchTensor; 4]> {
-    let c = channels(x)?;
-    let (mean, var) = running;
-    let per_channel = [gamma, beta, mean, var].iter().all(|t| t.shape().num_dims() == 1 && t.shape()[0] == c);
-    let p = norm_param_dtype(x, &[gamma, beta, mean, var])?;
-    if !per_channel {
-        return None;
-    }
+/// `var` (`[C]`) after the batch, `running * (1 - momentum) + batch * momentum`. Takes `[x,
+/// gamma, beta, mean, var]`; returns `[y, stats, new_mean, new_var]`.
+pub fn channel_norm_train(inputs: [DispatchTensor; 5], eps: f64, momentum: f64) -> Ran<[DispatchTensor; 4], 5> {
+    let Some(c) = channels(&inputs[0]) else { return Err(inputs) };
+    let [x, params @ ..] = &inputs;
+    let per_channel = params.iter().all(|t| t.shape().num_dims() == 1 && t.shape()[0] == c);
+    let dtypes: Vec<DType> = params.iter().map(|t| t.dtype()).collect();
+    let Some(p) = norm_param_dtype(x.dtype(), &dtypes).filter(|_| per_channel) else { return Err(inputs) };
     let outputs = vec![(x.shape(), x.dtype()), (Shape::new([2, c]), p), (Shape::new([c]), p), (Shape::new([c]), p)];
     let set = kernels::NormSettings { eps: eps as f32, weights: [(1.0 - momentum) as f32, momentum as f32] };
     let launch = Launchers::of(kernels::channel_norm_train, kernels::channel_norm_train);
     let op = Op { name: "channel_norm_train", bindings: 9, shared: 0, launch };
-    op.run_typed(&[x, gamma, beta, mean, var], outputs, set)?.try_into().ok()
+    op.run_typed(inputs, outputs, set).map(exactly)
 }
 
-/// The dtype of BatchNorm's parameters and statistics `params` beside activations `x`: `x`'s
-/// own, or f32 beside half-precision activations (mixed precision keeps BatchNorm in f32).
-fn norm_param_dtype(x: &DispatchTensor, params: &[&DispatchTensor]) -> Option<DType> {
-    let p = params.first()?.dtype();
-    let mixed_ok = p == x.dtype() || (p == DType::F32 && matches!(x.dtype(), DType::F16 | DType::BF16));
-    (mixed_ok && params.iter().all(|t| t.dtype() == p)).then_some(p)
+/// The dtype of BatchNorm's parameters and statistics (of dtypes `params`) beside activations
+/// of dtype `x`: `x` itself, or f32 beside half precision (mixed precision keeps BatchNorm in
+/// f32).
+fn norm_param_dtype(x: DType, params: &[DType]) -> Option<DType> {
+    let p = *params.first()?;
+    let mixed_ok = p == x || (p == DType::F32 && matches!(x, DType::F16 | DType::BF16));
+    (mixed_ok && params.iter().all(|&t| t == p)).then_some(p)
 }
 
 /// Gradients of training-mode BatchNorm (`x [.., C]` with its leading axes as rows, normalized
 /// with `stats` from [`channel_stats`], scaled by `gamma [C]`) with respect to `x`, `gamma` and
-/// `beta`; `eps` is the epsilon added to the variance.
-pub fn channel_norm_backward(
-    x: &DispatchTensor,
-    stats: &DispatchTensor,
-    gamma: &DispatchTensor,
-    grad: &DispatchTensor,
-    eps: f64,
-) -> Option<(DispatchTensor, DispatchTensor, DispatchTensor)> {
-    let channels = channels(x)?;
-    let p = norm_param_dtype(x, &[stats, gamma])?;
+/// `beta`, from `[x, stats, gamma, grad]`; `eps` is the epsilon added to the variance.
+pub fn channel_norm_backward(inputs: [DispatchTensor; 4], eps: f64) -> Ran<[DispatchTensor; 3], 4> {
+    let [x, stats, gamma, grad] = &inputs;
+    let (Some(c), Some(p)) = (channels(x), norm_param_dtype(x.dtype(), &[stats.dtype(), gamma.dtype()])) else {
+        return Err(inputs);
+    };
     if grad.shape() != x.shape() || grad.dtype() != x.dtype() {
-        return None;
+        return Err(inputs);
     }
-    let outputs = vec![(x.shape(), x.dtype()), (Shape::new([channels]), p), (Shape::new([channels]), p)];
+    let outputs = vec![(x.shape(), x.dtype()), (Shape::new([c]), p), (Shape::new([c]), p)];
     let launch = Launchers::of(kernels::channel_norm_backward, kernels::channel_norm_backward);
     let op = Op { name: "channel_norm_backward", bindings: 7, shared: 0, launch };
-    let [gx, gg, gb] = op.run_typed(&[x, stats, gamma, grad], outputs, eps as f32)?.try_into().ok()?;
-    Some((gx, gg, gb))
+    op.run_typed(inputs, outputs, eps as f32).map(exactly)
 }
 
 /// BatchNorm's running mean and variance `[C]` after a batch with statistics `stats [2, C]`:
 /// `running * (1 - momentum) + batch * momentum`.
 pub fn running_stats(
-    stats: &DispatchTensor,
-    mean: &DispatchTensor,
-    var: &DispatchTensor,
+    stats: DispatchTensor,
+    mean: DispatchTensor,
+    var: DispatchTensor,
     momentum: f64,
-) -> Option<(DispatchTensor, DispatchTensor)> {
+) -> Ran<(DispatchTensor, DispatchTensor), 3> {
     let channels = mean.shape()[0];
     let launch = Launchers::of(kernels::running_stats, kernels::running_stats);
     let op = Op { name: "running_stats", bindings: 5, shared: 0, launch };
     let weights = [(1.0 - momentum) as f32, momentum as f32];
-    let [m, v] = op.run(&[stats, mean, var], vec![Shape::new([channels]), Shape::new([channels])], weights)?;
-    Some((m, v))
+    let shapes = [Shape::new([channels]), Shape::new([channels])];
+    op.run([stats, mean, var], shapes, weights).map(|[m, v]| (m, v))
 }
 
 /// Efficient channel attention of `x [B * T, C]` (each sample's `T` consecutive rows; see
 /// `models::common::Eca`): the time average with `weights [B, 1, T]`, its convolution over
 /// channels with `w [1, 1, K]` (`K` odd, zero padding `K / 2`), a sigmoid gate per (sample,
-/// channel), and `x * gate`. `None` beyond [`kernels::ECA_MAX_CHANNELS`] channels.
-pub fn eca(x: &DispatchTensor, weights: &DispatchTensor, w: &DispatchTensor) -> Option<DispatchTensor> {
-    let shared = eca_shapes(x, weights, w)?;
+/// channel), and `x * gate`. Declined beyond [`kernels::ECA_MAX_CHANNELS`] channels.
+pub fn eca(x: DispatchTensor, weights: DispatchTensor, w: DispatchTensor) -> Ran<DispatchTensor, 3> {
+    let Some(shared) = eca_shapes(&x, &weights, &w) else { return Err([x, weights, w]) };
     let op = Op { name: "eca", bindings: 4, shared, launch: Launchers::of(kernels::eca, kernels::eca) };
-    let [y] = op.run(&[x, weights, w], vec![x.shape()], ())?;
-    Some(y)
+    let shape = x.shape();
+    op.run([x, weights, w], [shape], ()).map(|[y]| y)
 }
 
 /// Gradients of [`eca`] with respect to `x` and `w`.
 pub fn eca_backward(
-    x: &DispatchTensor,
-    weights: &DispatchTensor,
-    w: &DispatchTensor,
-    grad: &DispatchTensor,
-) -> Option<(DispatchTensor, DispatchTensor)> {
-    let shared = eca_shapes(x, weights, w)?;
-    if grad.shape() != x.shape() {
-        return None;
-    }
+    x: DispatchTensor,
+    weights: DispatchTensor,
+    w: DispatchTensor,
+    grad: DispatchTensor,
+) -> Ran<(DispatchTensor, DispatchTensor), 4> {
+    let shared = eca_shapes(&x, &weights, &w).filter(|_| grad.shape() == x.shape());
+    let Some(shared) = shared else { return Err([x, weights, w, grad]) };
     let launch = Launchers::of(kernels::eca_backward, kernels::eca_backward);
     let op = Op { name: "eca_backward", bindings: 6, shared, launch };
-    let [gx, gw] = op.run(&[x, weights, w, grad], vec![x.shape(), w.shape()], ())?;
-    Some((gx, gw))
+    let shapes = [x.shape(), w.shape()];
+    op.run([x, weights, w, grad], shapes, ()).map(|[gx, gw]| (gx, gw))
 }
 
 /// The shared memory the ECA kernels need for these inputs, if their shapes are ECA's.
@@ -269,60 +260,58 @@ fn eca_shapes(x: &DispatchTensor, weights: &DispatchTensor, w: &DispatchTensor) 
 /// Attention scores `[B, H, T, T]` from the fused projection `qkv [B * T, 3 D]` (queries, keys
 /// and values side by side, each `heads` blocks of `D / heads` columns), scaled by
 /// `1 / sqrt(D / heads)`.
-pub fn attention_scores(qkv: &DispatchTensor, batch: usize, heads: usize) -> Option<DispatchTensor> {
-    let [rows, width] = qkv_shape(qkv)?;
+pub fn attention_scores(qkv: DispatchTensor, batch: usize, heads: usize) -> Ran<DispatchTensor, 1> {
+    let Some([rows, width]) = qkv_shape(&qkv) else { return Err([qkv]) };
     let dim = width / 3;
     if batch == 0 || heads == 0 || rows % batch != 0 || dim % heads != 0 {
-        return None;
+        return Err([qkv]);
     }
     let frames = rows / batch;
     let split = kernels::Heads { batch, heads, scale: (1.0 / ((dim / heads) as f64).sqrt()) as f32 };
     let launch = Launchers::of(kernels::attention_scores, kernels::attention_scores);
     let op = Op { name: "attention_scores", bindings: 2, shared: 0, launch };
-    let [scores] = op.run(&[qkv], vec![Shape::new([batch, heads, frames, frames])], split)?;
-    Some(scores)
+    op.run([qkv], [Shape::new([batch, heads, frames, frames])], split).map(|[scores]| scores)
 }
 
 /// Gradient of [`attention_scores`] with respect to `qkv`, from the scores' gradient `grad [B,
 /// H, T, T]`: `[B * T, 3 D]`, zero in the value columns.
-pub fn attention_scores_backward(qkv: &DispatchTensor, grad: &DispatchTensor) -> Option<DispatchTensor> {
-    let [rows, width] = qkv_shape(qkv)?;
+pub fn attention_scores_backward(qkv: DispatchTensor, grad: DispatchTensor) -> Ran<DispatchTensor, 2> {
     let g = grad.shape();
-    if g.num_dims() != 4 || g[0] * g[2] != rows || g[2] != g[3] || g[1] == 0 || (width / 3) % g[1] != 0 {
-        return None;
-    }
+    let fits = |[rows, width]: [usize; 2]| {
+        g.num_dims() == 4 && g[0] * g[2] == rows && g[2] == g[3] && g[1] > 0 && (width / 3) % g[1] == 0
+    };
+    let Some([_, width]) = qkv_shape(&qkv).filter(|s| fits(*s)) else { return Err([qkv, grad]) };
     let scale = (1.0 / ((width / 3 / g[1]) as f64).sqrt()) as f32;
     let launch = Launchers::of(kernels::attention_scores_backward, kernels::attention_scores_backward);
     let op = Op { name: "attention_scores_backward", bindings: 3, shared: 0, launch };
-    let [out] = op.run(&[qkv, grad], vec![qkv.shape()], scale)?;
-    Some(out)
+    let shape = qkv.shape();
+    op.run([qkv, grad], [shape], scale).map(|[out]| out)
 }
 
 /// The attention output `[B * T, D]`, heads merged: the weights `attn [B, H, T, T]` applied to
 /// the values in `qkv [B * T, 3 D]`.
-pub fn attention_values(attn: &DispatchTensor, qkv: &DispatchTensor) -> Option<DispatchTensor> {
-    let [rows, width] = values_shapes(attn, qkv)?;
+pub fn attention_values(attn: DispatchTensor, qkv: DispatchTensor) -> Ran<DispatchTensor, 2> {
+    let Some([rows, width]) = values_shapes(&attn, &qkv) else { return Err([attn, qkv]) };
     let launch = Launchers::of(kernels::attention_values, kernels::attention_values);
     let op = Op { name: "attention_values", bindings: 3, shared: 0, launch };
-    let [out] = op.run(&[attn, qkv], vec![Shape::new([rows, width / 3])], ())?;
-    Some(out)
+    op.run([attn, qkv], [Shape::new([rows, width / 3])], ()).map(|[out]| out)
 }
 
 /// Gradients of [`attention_values`] with respect to `attn` and `qkv` (zero outside the value
 /// columns), from the output gradient `grad [B * T, D]`.
 pub fn attention_values_backward(
-    attn: &DispatchTensor,
-    qkv: &DispatchTensor,
-    grad: &DispatchTensor,
-) -> Option<(DispatchTensor, DispatchTensor)> {
-    let [rows, width] = values_shapes(attn, qkv)?;
-    if grad.shape().dims::<2>() != [rows, width / 3] {
-        return None;
+    attn: DispatchTensor,
+    qkv: DispatchTensor,
+    grad: DispatchTensor,
+) -> Ran<(DispatchTensor, DispatchTensor), 3> {
+    let fits = |[rows, width]: [usize; 2]| grad.shape().dims::<2>() == [rows, width / 3];
+    if !values_shapes(&attn, &qkv).is_some_and(fits) {
+        return Err([attn, qkv, grad]);
     }
     let launch = Launchers::of(kernels::attention_values_backward, kernels::attention_values_backward);
     let op = Op { name: "attention_values_backward", bindings: 6, shared: 0, launch };
-    let [gattn, gqkv] = op.run(&[attn, qkv, grad], vec![attn.shape(), qkv.shape()], ())?;
-    Some((gattn, gqkv))
+    let shapes = [attn.shape(), qkv.shape()];
+    op.run([attn, qkv, grad], shapes, ()).map(|[gattn, gqkv]| (gattn, gqkv))
 }
 
 /// Softmax over the keys of `scores [B, H, Q, K] + bias [B, K]`, and its copy with dropout of
@@ -330,15 +319,15 @@ pub fn attention_values_backward(
 /// element's index and a seed made of `seeds`: four whole numbers below 2048 in the scores'
 /// dtype, drawn on the device (`prob` 0: unused, any tensor of that dtype).
 pub fn softmax_dropout(
-    scores: &DispatchTensor,
-    bias: &DispatchTensor,
-    seeds: &DispatchTensor,
+    scores: DispatchTensor,
+    bias: DispatchTensor,
+    seeds: DispatchTensor,
     prob: f64,
-) -> Option<(DispatchTensor, DispatchTensor)> {
+) -> Ran<(DispatchTensor, DispatchTensor), 3> {
     let (s, b) = (scores.shape(), bias.shape());
     let ok = s.num_dims() == 4 && b.num_dims() == 2 && (b[0], b[1]) == (s[0], s[3]) && s[3] > 0;
     if !ok || !(0.0..1.0).contains(&prob) || (prob > 0.0 && seeds.shape().num_elements() < 4) {
-        return None;
+        return Err([scores, bias, seeds]);
     }
     let drop = (prob > 0.0).then(|| {
         let keep = 1.0 - prob;
@@ -347,25 +336,23 @@ pub fn softmax_dropout(
     });
     let launch = Launchers::of(kernels::softmax_dropout, kernels::softmax_dropout);
     let op = Op { name: "softmax_dropout", bindings: 5, shared: 0, launch };
-    let [y, out] = op.run(&[scores, bias, seeds], vec![s.clone(), s], drop)?;
-    Some((y, out))
+    op.run([scores, bias, seeds], [s.clone(), s], drop).map(|[y, out]| (y, out))
 }
 
 /// Gradient of [`softmax_dropout`] with respect to the scores, from the softmax `y`, the copy
 /// `out` and `out`'s gradient (for the plain softmax, `out` is `y`).
 pub fn softmax_dropout_backward(
-    y: &DispatchTensor,
-    out: &DispatchTensor,
-    grad: &DispatchTensor,
-) -> Option<DispatchTensor> {
+    y: DispatchTensor,
+    out: DispatchTensor,
+    grad: DispatchTensor,
+) -> Ran<DispatchTensor, 3> {
     let s = y.shape();
     if s.num_dims() != 4 || out.shape() != s || grad.shape() != s {
-        return None;
+        return Err([y, out, grad]);
     }
     let launch = Launchers::of(kernels::softmax_dropout_backward, kernels::softmax_dropout_backward);
     let op = Op { name: "softmax_dropout_backward", bindings: 4, shared: 0, launch };
-    let [gs] = op.run(&[y, out, grad], vec![s], ())?;
-    Some(gs)
+    op.run([y, out, grad], [s], ()).map(|[gs]| gs)
 }
 
 /// `[rows, 3 D]` of a fused projection.
@@ -387,37 +374,45 @@ fn values_shapes(attn: &DispatchTensor, qkv: &DispatchTensor) -> Option<[usize; 
 /// anywhere; Burn's own slice copies unless the end is aligned too), else a copy; all windows in
 /// one operation of Burn's fusion stream (the optimizer's views of every parameter, the
 /// half-precision copy's, a forward pass's drop-path masks).
-pub fn views(flat: &DispatchTensor, windows: &[(usize, Shape)]) -> Option<Vec<DispatchTensor>> {
+pub fn views(flat: DispatchTensor, windows: &[(usize, Shape)]) -> Ran<Vec<DispatchTensor>, 1> {
     let len = flat.shape();
     if len.num_dims() != 1 || windows.is_empty() || windows.iter().any(|(at, s)| at + s.num_elements() > len[0]) {
-        return None;
+        return Err([flat]);
     }
     let op = Op { name: "views", bindings: 0, shared: 0, launch: Launchers::of(kernels::views, kernels::views) };
     let shapes = windows.iter().map(|(_, s)| s.clone()).collect();
     let windows =
         windows.iter().map(|(start, shape)| kernels::Window { start: *start, shape: shape.clone() }).collect();
-    let views = op.run_vec(&[flat], shapes, windows)?;
-    Some(views)
+    op.run_vec([flat], shapes, windows)
 }
 
 /// One 1-D buffer of `len` elements with each part's elements (row-major, any rank) written at
 /// its offset (offsets ascending, parts not overlapping) and zeros elsewhere: the optimizer's
 /// flat gradient, in one launch per eight parts where writing each part into a zeroed buffer
 /// takes one per part. Parts keep their shapes: flattening each first would queue one more
-/// operation per part in Burn's fusion stream.
-pub fn assemble(parts: &[(usize, DispatchTensor)], len: usize) -> Option<DispatchTensor> {
+/// operation per part in Burn's fusion stream. Declined, the parts come back as they were.
+pub fn assemble(
+    parts: Vec<(usize, DispatchTensor)>,
+    len: usize,
+) -> Result<DispatchTensor, Vec<(usize, DispatchTensor)>> {
     let numel = |t: &DispatchTensor| t.shape().num_elements();
     let ordered = parts.windows(2).all(|w| w[0].0 + numel(&w[0].1) <= w[1].0);
     let fits = parts.last().is_some_and(|(at, t)| at + numel(t) <= len);
     if !ordered || !fits {
-        return None;
+        return Err(parts);
     }
-    let layout = kernels::Layout { offsets: parts.iter().map(|(at, _)| *at).collect(), len };
-    let tensors: Vec<&DispatchTensor> = parts.iter().map(|(_, t)| t).collect();
+    let offsets: Vec<usize> = parts.iter().map(|(at, _)| *at).collect();
+    let layout = kernels::Layout { offsets: offsets.clone(), len };
+    let tensors: Vec<DispatchTensor> = parts.into_iter().map(|(_, t)| t).collect();
     let bindings = kernels::GROUP as u32 + 1;
     let op = Op { name: "assemble", bindings, shared: 0, launch: Launchers::of(kernels::assemble, kernels::assemble) };
-    let [flat] = op.run(&tensors, vec![Shape::new([len])], layout)?;
-    Some(flat)
+    match op.run_vec(tensors, vec![Shape::new([len])], layout) {
+        Ok(flat) => {
+            let [flat] = exactly(flat);
+            Ok(flat)
+        }
+        Err(tensors) => Err(offsets.into_iter().zip(tensors).collect()),
+    }
 }
 
 /// One op: its name (in warnings and the fusion stream), the storage buffers a launch of its
@@ -447,98 +442,155 @@ impl<P> Launchers<P> {
 
 impl<P: fusion::Params> Op<P> {
     /// Runs the op as a fusion custom op when every input is a float tensor of one CubeCL
-    /// device, of one dtype the kernels can run on there; `None` otherwise. `O` outputs of
-    /// `shapes`, in the inputs' dtype.
-    fn run<const O: usize>(
+    /// device, of one dtype the kernels can run on there; gives the inputs back otherwise. `O`
+    /// outputs of `shapes`, in the inputs' dtype.
+    fn run<const N: usize, const O: usize>(
         &self,
-        inputs: &[&DispatchTensor],
-        shapes: Vec<Shape>,
+        inputs: [DispatchTensor; N],
+        shapes: [Shape; O],
         params: P,
-    ) -> Option<[DispatchTensor; O]> {
-        self.run_vec(inputs, shapes, params)?.try_into().ok()
+    ) -> Result<[DispatchTensor; O], [DispatchTensor; N]> {
+        Ok(exactly(self.run_vec(inputs, shapes.into(), params)?))
     }
 
-    /// [`Op::run`] with as many outputs as `shapes`.
-    fn run_vec(&self, inputs: &[&DispatchTensor], shapes: Vec<Shape>, params: P) -> Option<Vec<DispatchTensor>> {
-        let dtype = inputs.first()?.dtype();
-        if inputs.iter().any(|t| t.dtype() != dtype) {
-            return None;
+    /// [`Op::run`] with any number of inputs, and as many outputs as `shapes`.
+    fn run_vec<I: Inputs>(&self, inputs: I, shapes: Vec<Shape>, params: P) -> Result<Vec<DispatchTensor>, I> {
+        let Some(dtype) = inputs.as_ref().first().map(|t| t.dtype()) else { return Err(inputs) };
+        if inputs.as_ref().iter().any(|t| t.dtype() != dtype) {
+            return Err(inputs);
         }
         self.run_typed(inputs, shapes.into_iter().map(|s| (s, dtype)).collect(), params)
     }
 
     /// [`Op::run_vec`] for inputs of more than one dtype, with each output's shape and dtype.
-    fn run_typed(
+    ///
+    /// The inputs are consumed: one this call holds the only handle to is freed by the op
+    /// itself, where a borrowed one would cost a later drop operation in the fusion stream.
+    fn run_typed<I: Inputs>(
         &self,
-        inputs: &[&DispatchTensor],
+        inputs: I,
         outputs: Vec<(Shape, DType)>,
         params: P,
-    ) -> Option<Vec<DispatchTensor>> {
-        let first = *inputs.first()?;
-        if !enabled() {
-            return None;
+    ) -> Result<Vec<DispatchTensor>, I> {
+        if !enabled() || inputs.as_ref().is_empty() {
+            return Err(inputs);
         }
+        let inputs = match self.queue(inputs, outputs.clone(), self.launch.wgpu, params.clone()) {
+            Ok(outputs) => return Ok(outputs),
+            Err(inputs) => inputs,
+        };
+        self.queue(inputs, outputs, self.launch.cuda, params)
+    }
+
+    /// Queues the op when every input is a fusion tensor of runtime `R` on one device that can
+    /// run it in each of the inputs' dtypes and where the kernels passed their self-test
+    /// ([`check`]); else warns (once, for a device that lacks what the op needs) and gives the
+    /// inputs back.
+    fn queue<R: Runtime, I: Inputs>(
+        &self,
+        inputs: I,
+        outputs: Vec<(Shape, DType)>,
+        launch: fusion::Launch<R, P>,
+        params: P,
+    ) -> Result<Vec<DispatchTensor>, I> {
+        if !self.runs_on::<R>(inputs.as_ref()) {
+            return Err(inputs);
+        }
+        let mut props = None;
+        let tensors = inputs
+            .into_iter()
+            .map(|t| {
+                let (kind, p) = t.into_kind();
+                props.get_or_insert(p);
+                R::take(kind).unwrap_or_else(|| unreachable!("every input was checked to be an {} tensor", R::NAME))
+            })
+            .collect();
+        let props = props.unwrap_or_else(|| unreachable!("`run_typed` has an input"));
+        let results = fusion::register(self.name, tensors, outputs, launch, params);
+        Ok(results.into_iter().map(|t| props.wrap(R::give(t))).collect())
+    }
+
+    /// Whether every one of `inputs` is a fusion tensor of runtime `R`, all on one device that
+    /// can run the op on their dtypes.
+    fn runs_on<R: Runtime>(&self, inputs: &[DispatchTensor]) -> bool {
+        let Some(tensors) = inputs.iter().map(|t| R::find(t.kind())).collect::<Option<Vec<_>>>() else { return false };
+        let first = tensors[0];
+        if tensors.iter().any(|t| t.client.device() != first.client.device()) {
+            return false;
+        }
+        let device = <burn::Dispatch as burn::tensor::ops::FloatTensorOps<burn::Dispatch>>::float_device(&inputs[0]);
+        let client = R::client(first.client.device());
         let mut dtypes: Vec<DType> = Vec::new();
         for t in inputs {
             if !dtypes.contains(&t.dtype()) {
                 dtypes.push(t.dtype());
             }
         }
-        let device = <burn::Dispatch as burn::tensor::ops::FloatTensorOps<burn::Dispatch>>::float_device(first);
-        let kinds: Vec<DispatchTensorKind> = if let Some(tensors) = fusion_inputs(inputs, |kind| match kind {
-            DispatchTensorKind::Wgpu(BackendTensor::Float(t)) => Some(t.clone()),
-            _ => None,
-        }) {
-            let outputs = self.on_device(&device, tensors, outputs, self.launch.wgpu, params, &dtypes)?;
-            outputs.into_iter().map(|t| DispatchTensorKind::Wgpu(BackendTensor::Float(t))).collect()
-        } else if let Some(tensors) = fusion_inputs(inputs, |kind| match kind {
-            DispatchTensorKind::Cuda(BackendTensor::Float(t)) => Some(t.clone()),
-            _ => None,
-        }) {
-            let outputs = self.on_device(&device, tensors, outputs, self.launch.cuda, params, &dtypes)?;
-            outputs.into_iter().map(|t| DispatchTensorKind::Cuda(BackendTensor::Float(t))).collect()
-        } else {
-            return None;
-        };
-        Some(kinds.into_iter().map(|kind| first.clone().map_kind(|_| kind)).collect())
-    }
-
-    /// Queues the op on the inputs' device if the device can run it in each of `dtypes` (the
-    /// inputs') and the kernels passed their self-test there ([`check`]); else warns (once) and
-    /// gives `None`.
-    fn on_device<R: CubeRuntime>(
-        &self,
-        device: &burn::DispatchDevice,
-        inputs: Vec<FusionTensor<FusionCubeRuntime<R>>>,
-        outputs: Vec<(Shape, DType)>,
-        launch: fusion::Launch<R, P>,
-        params: P,
-        dtypes: &[DType],
-    ) -> Option<Vec<FusionTensor<FusionCubeRuntime<R>>>> {
-        let client = R::client(inputs[0].client.device());
-        for &dtype in dtypes {
-            if let Err(why) = runnable(client.properties(), dtype, self.bindings, self.shared) {
+        dtypes.iter().all(|&dtype| match runnable(client.properties(), dtype, self.bindings, self.shared) {
+            Ok(()) => check::verdict(&device, dtype).is_ok(),
+            Err(why) => {
                 warn_once(self.name, &why);
-                return None;
+                false
             }
-            check::verdict(device, dtype).ok()?;
-        }
-        Some(fusion::register(self.name, inputs, outputs, launch, params))
+        })
     }
 }
 
-/// The fusion tensors behind `inputs`, when `pick` finds one behind every input and all are on
-/// one device.
-fn fusion_inputs<R: CubeRuntime>(
-    inputs: &[&DispatchTensor],
-    pick: impl Fn(&DispatchTensorKind) -> Option<FusionTensor<FusionCubeRuntime<R>>>,
-) -> Option<Vec<FusionTensor<FusionCubeRuntime<R>>>> {
-    let tensors: Vec<_> = inputs.iter().map(|t| pick(t.kind())).collect::<Option<_>>()?;
-    let first = tensors.first()?;
-    if tensors.iter().any(|t| t.client.device() != first.client.device()) {
-        return None;
+/// What an op takes its inputs as: a list it can read, and then consume.
+trait Inputs: AsRef<[DispatchTensor]> + IntoIterator<Item = DispatchTensor> {}
+impl<I: AsRef<[DispatchTensor]> + IntoIterator<Item = DispatchTensor>> Inputs for I {}
+
+/// `O` outputs as an array (an op registers exactly as many as it was given shapes).
+fn exactly<const O: usize>(outputs: Vec<DispatchTensor>) -> [DispatchTensor; O] {
+    outputs.try_into().unwrap_or_else(|_| unreachable!("one output per shape"))
+}
+
+/// A CubeCL runtime behind a `Dispatch` handle: how its fusion tensor is found in, taken out of
+/// and put into a handle's backend tensor.
+trait Runtime: CubeRuntime {
+    /// The backend's name, for messages.
+    const NAME: &'static str;
+    fn find(kind: &DispatchTensorKind) -> Option<&FusionTensor<FusionCubeRuntime<Self>>>;
+    fn take(kind: DispatchTensorKind) -> Option<FusionTensor<FusionCubeRuntime<Self>>>;
+    fn give(t: FusionTensor<FusionCubeRuntime<Self>>) -> DispatchTensorKind;
+}
+
+impl Runtime for cubecl::wgpu::WgpuRuntime {
+    const NAME: &'static str = "WGPU";
+    fn find(kind: &DispatchTensorKind) -> Option<&FusionTensor<FusionCubeRuntime<Self>>> {
+        match kind {
+            DispatchTensorKind::Wgpu(BackendTensor::Float(t)) => Some(t),
+            _ => None,
+        }
     }
-    Some(tensors)
+    fn take(kind: DispatchTensorKind) -> Option<FusionTensor<FusionCubeRuntime<Self>>> {
+        match kind {
+            DispatchTensorKind::Wgpu(BackendTensor::Float(t)) => Some(t),
+            _ => None,
+        }
+    }
+    fn give(t: FusionTensor<FusionCubeRuntime<Self>>) -> DispatchTensorKind {
+        DispatchTensorKind::Wgpu(BackendTensor::Float(t))
+    }
+}
+
+impl Runtime for cubecl::cuda::CudaRuntime {
+    const NAME: &'static str = "CUDA";
+    fn find(kind: &DispatchTensorKind) -> Option<&FusionTensor<FusionCubeRuntime<Self>>> {
+        match kind {
+            DispatchTensorKind::Cuda(BackendTensor::Float(t)) => Some(t),
+            _ => None,
+        }
+    }
+    fn take(kind: DispatchTensorKind) -> Option<FusionTensor<FusionCubeRuntime<Self>>> {
+        match kind {
+            DispatchTensorKind::Cuda(BackendTensor::Float(t)) => Some(t),
+            _ => None,
+        }
+    }
+    fn give(t: FusionTensor<FusionCubeRuntime<Self>>) -> DispatchTensorKind {
+        DispatchTensorKind::Cuda(BackendTensor::Float(t))
+    }
 }
 
 /// Whether a device with `props` can run a kernel on `dtype` that binds `bindings` storage
@@ -577,9 +629,10 @@ fn runnable(props: &cubecl::ir::DeviceProperties, dtype: DType, bindings: u32, s
     Ok(())
 }
 
-/// Whether `t`'s device can run the kernels on `dtype` at all (the per-op needs aside).
-fn device_runs<R: CubeRuntime>(t: &FusionTensor<FusionCubeRuntime<R>>, dtype: DType) -> bool {
-    runnable(R::client(t.client.device()).properties(), dtype, 0, 0).is_ok()
+/// Whether `x` is a fusion tensor of runtime `R` on a device that can run the kernels on
+/// `dtype` at all (the per-op needs aside).
+fn device_runs<R: Runtime>(x: &DispatchTensor, dtype: DType) -> bool {
+    R::find(x.kind()).is_some_and(|t| runnable(R::client(t.client.device()).properties(), dtype, 0, 0).is_ok())
 }
 
 /// Prints "warning: ..." the first time `op` cannot run for `why`.

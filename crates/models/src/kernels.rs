@@ -709,7 +709,7 @@ impl Kernels for burn::Dispatch {
     // crate); elsewhere, or when a device cannot run a kernel, as everywhere else.
 
     fn causal_dwconv(x: FloatTensor<Self>, w: FloatTensor<Self>, frames: usize) -> FloatTensor<Self> {
-        cube::causal_dwconv(&x, &w, frames).unwrap_or_else(|| portable::causal_dwconv::<Self>(x, w, frames))
+        cube::causal_dwconv(x, w, frames).unwrap_or_else(|[x, w]| portable::causal_dwconv::<Self>(x, w, frames))
     }
 
     fn causal_dwconv_backward(
@@ -718,20 +718,20 @@ impl Kernels for burn::Dispatch {
         grad: FloatTensor<Self>,
         frames: usize,
     ) -> (FloatTensor<Self>, FloatTensor<Self>) {
-        cube::causal_dwconv_backward(&x, &w, &grad, frames)
-            .unwrap_or_else(|| portable::causal_dwconv_backward::<Self>(x, w, grad, frames))
+        cube::causal_dwconv_backward(x, w, grad, frames)
+            .unwrap_or_else(|[x, w, grad]| portable::causal_dwconv_backward::<Self>(x, w, grad, frames))
     }
 
     fn silu<const D: usize>(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        cube::silu(&x).unwrap_or_else(|| portable::silu::<Self, D>(x))
+        cube::silu(x).unwrap_or_else(|[x]| portable::silu::<Self, D>(x))
     }
 
     fn silu_backward<const D: usize>(x: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
-        cube::silu_backward(&x, &grad).unwrap_or_else(|| portable::silu_backward::<Self, D>(x, grad))
+        cube::silu_backward(x, grad).unwrap_or_else(|[x, grad]| portable::silu_backward::<Self, D>(x, grad))
     }
 
     fn views(flat: FloatTensor<Self>, windows: &[(usize, burn::tensor::Shape)]) -> Vec<FloatTensor<Self>> {
-        cube::views(&flat, windows).unwrap_or_else(|| portable::views::<Self>(flat, windows))
+        cube::views(flat, windows).unwrap_or_else(|[flat]| portable::views::<Self>(flat, windows))
     }
 
     fn fused_kernels(x: &FloatTensor<Self>) -> bool {
@@ -739,14 +739,16 @@ impl Kernels for burn::Dispatch {
     }
 
     fn key_biased_softmax(scores: FloatTensor<Self>, bias: FloatTensor<Self>) -> FloatTensor<Self> {
-        match cube::softmax_dropout(&scores, &bias, &bias, 0.0) {
-            Some((y, _)) => y,
-            None => portable::key_biased_softmax::<Self>(scores, bias),
+        // With no dropout the seeds are not read: any tensor of the scores' dtype will do.
+        match cube::softmax_dropout(scores, bias.clone(), bias, 0.0) {
+            Ok((y, _)) => y,
+            Err([scores, bias, _]) => portable::key_biased_softmax::<Self>(scores, bias),
         }
     }
 
     fn softmax_backward(y: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
-        cube::softmax_dropout_backward(&y, &y, &grad).unwrap_or_else(|| portable::softmax_backward::<Self>(y, grad))
+        cube::softmax_dropout_backward(y.clone(), y, grad)
+            .unwrap_or_else(|[y, _, grad]| portable::softmax_backward::<Self>(y, grad))
     }
 
     fn softmax_dropout(
@@ -755,7 +757,7 @@ impl Kernels for burn::Dispatch {
         seeds: FloatTensor<Self>,
         prob: f64,
     ) -> Option<(FloatTensor<Self>, FloatTensor<Self>)> {
-        cube::softmax_dropout(&scores, &bias, &seeds, prob)
+        cube::softmax_dropout(scores, bias, seeds, prob).ok()
     }
 
     fn softmax_dropout_backward(
@@ -763,12 +765,12 @@ impl Kernels for burn::Dispatch {
         out: FloatTensor<Self>,
         grad: FloatTensor<Self>,
     ) -> FloatTensor<Self> {
-        cube::softmax_dropout_backward(&y, &out, &grad)
-            .unwrap_or_else(|| portable::softmax_dropout_backward::<Self>(y, out, grad))
+        cube::softmax_dropout_backward(y, out, grad)
+            .unwrap_or_else(|[y, out, grad]| portable::softmax_dropout_backward::<Self>(y, out, grad))
     }
 
     fn eca(x: FloatTensor<Self>, weights: FloatTensor<Self>, w: FloatTensor<Self>) -> FloatTensor<Self> {
-        cube::eca(&x, &weights, &w).unwrap_or_else(|| portable::eca::<Self>(x, weights, w))
+        cube::eca(x, weights, w).unwrap_or_else(|[x, weights, w]| portable::eca::<Self>(x, weights, w))
     }
 
     fn eca_backward(
@@ -777,23 +779,23 @@ impl Kernels for burn::Dispatch {
         w: FloatTensor<Self>,
         grad: FloatTensor<Self>,
     ) -> (FloatTensor<Self>, FloatTensor<Self>) {
-        cube::eca_backward(&x, &weights, &w, &grad)
-            .unwrap_or_else(|| portable::eca_backward::<Self>(x, weights, w, grad))
+        cube::eca_backward(x, weights, w, grad)
+            .unwrap_or_else(|[x, weights, w, grad]| portable::eca_backward::<Self>(x, weights, w, grad))
     }
 
     fn attention_scores(qkv: FloatTensor<Self>, batch: usize, heads: usize) -> FloatTensor<Self> {
-        cube::attention_scores(&qkv, batch, heads)
-            .unwrap_or_else(|| unwrap(reference::attention_scores::<Self>(wrap(qkv), batch, heads)))
+        cube::attention_scores(qkv, batch, heads)
+            .unwrap_or_else(|[qkv]| unwrap(reference::attention_scores::<Self>(wrap(qkv), batch, heads)))
     }
 
     fn attention_scores_backward(qkv: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
-        cube::attention_scores_backward(&qkv, &grad)
-            .unwrap_or_else(|| unwrap(reference::attention_scores_backward::<Self>(wrap(qkv), wrap(grad))))
+        cube::attention_scores_backward(qkv, grad)
+            .unwrap_or_else(|[qkv, grad]| unwrap(reference::attention_scores_backward::<Self>(wrap(qkv), wrap(grad))))
     }
 
     fn attention_values(attn: FloatTensor<Self>, qkv: FloatTensor<Self>) -> FloatTensor<Self> {
-        cube::attention_values(&attn, &qkv)
-            .unwrap_or_else(|| unwrap(reference::attention_values::<Self>(wrap(attn), wrap(qkv))))
+        cube::attention_values(attn, qkv)
+            .unwrap_or_else(|[attn, qkv]| unwrap(reference::attention_values::<Self>(wrap(attn), wrap(qkv))))
     }
 
     fn attention_values_backward(
@@ -801,7 +803,7 @@ impl Kernels for burn::Dispatch {
         qkv: FloatTensor<Self>,
         grad: FloatTensor<Self>,
     ) -> (FloatTensor<Self>, FloatTensor<Self>) {
-        cube::attention_values_backward(&attn, &qkv, &grad).unwrap_or_else(|| {
+        cube::attention_values_backward(attn, qkv, grad).unwrap_or_else(|[attn, qkv, grad]| {
             let (ga, gq) = reference::attention_values_backward::<Self>(wrap(attn), wrap(qkv), wrap(grad));
             (unwrap(ga), unwrap(gq))
         })
@@ -814,11 +816,11 @@ impl Kernels for burn::Dispatch {
         running: (FloatTensor<Self>, FloatTensor<Self>),
         momentum: f64,
     ) -> Option<[FloatTensor<Self>; 4]> {
-        cube::channel_norm_train(&x, &gamma, &beta, (&running.0, &running.1), NORM_EPS, momentum)
+        cube::channel_norm_train([x, gamma, beta, running.0, running.1], NORM_EPS, momentum).ok()
     }
 
     fn channel_stats(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        cube::channel_stats(&x).unwrap_or_else(|| portable::channel_stats::<Self>(x))
+        cube::channel_stats(x).unwrap_or_else(|[x]| portable::channel_stats::<Self>(x))
     }
 
     fn channel_norm_backward(
@@ -827,7 +829,8 @@ impl Kernels for burn::Dispatch {
         gamma: FloatTensor<Self>,
         grad: FloatTensor<Self>,
     ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>) {
-        cube::channel_norm_backward(&x, &stats, &gamma, &grad, NORM_EPS).unwrap_or_else(|| {
+        let ran = cube::channel_norm_backward([x, stats, gamma, grad], NORM_EPS).map(|[gx, gg, gb]| (gx, gg, gb));
+        ran.unwrap_or_else(|[x, stats, gamma, grad]| {
             // The fused forward hands its input over at any rank, and in half precision beside
             // f32 statistics; the reference takes rows of one dtype.
             use burn::tensor::ops::FloatTensorOps;
@@ -847,8 +850,8 @@ impl Kernels for burn::Dispatch {
         var: FloatTensor<Self>,
         momentum: f64,
     ) -> (FloatTensor<Self>, FloatTensor<Self>) {
-        cube::running_stats(&stats, &mean, &var, momentum)
-            .unwrap_or_else(|| portable::running_stats::<Self>(stats, mean, var, momentum))
+        cube::running_stats(stats, mean, var, momentum)
+            .unwrap_or_else(|[stats, mean, var]| portable::running_stats::<Self>(stats, mean, var, momentum))
     }
 }
 

@@ -655,11 +655,14 @@ fn assemble_one(parts: Vec<Part>, len: usize, device: &device::DispatchDevice) -
     let dtype = parts.first().map_or(DType::F32, |(_, t)| t.dtype());
     let zeros = |n: usize| Tensor::zeros([n], (device, dtype));
     let on_gpu = crate::on_gpu(device);
-    if on_gpu {
-        if let Some(flat) = cube::assemble(&parts, len) {
-            return Tensor::from_primitive(TensorPrimitive::Float(flat));
+    let parts = if on_gpu {
+        match cube::assemble(parts, len) {
+            Ok(flat) => return Tensor::from_primitive(TensorPrimitive::Float(flat)),
+            Err(parts) => parts,
         }
-    }
+    } else {
+        parts
+    };
     let parts = parts.into_iter().map(|(at, t)| (at, flat_part(t)));
     if on_gpu {
         return parts.fold(zeros(len), |flat, (at, t)| {
@@ -753,7 +756,7 @@ struct LoadViews<'a> {
 /// is host work in Burn's fusion.
 fn all_views(flat: &T1, segments: &[Segment]) -> Option<std::vec::IntoIter<FloatTensor<InnerBackend>>> {
     let windows: Vec<(usize, Shape)> = segments.iter().map(|s| (s.offset, Shape::from(s.shape.clone()))).collect();
-    cube::views(&primitive(flat.clone()), &windows).map(Vec::into_iter)
+    cube::views(primitive(flat.clone()), &windows).ok().map(Vec::into_iter)
 }
 
 impl ModuleMapper<TrainBackend> for LoadViews<'_> {

@@ -333,6 +333,35 @@ impl DispatchTensor {
     pub fn map_kind(self, f: impl FnOnce(DispatchTensorKind) -> DispatchTensorKind) -> Self {
         Self { kind: f(self.kind), ..self }
     }
+
+    /// The backend tensor taken out of this handle (not cloned: an operation given it can
+    /// consume it) and the handle's other properties, to wrap backend tensors in again.
+    pub fn into_kind(self) -> (DispatchTensorKind, DispatchTensorProps) {
+        let props = DispatchTensorProps {
+            #[cfg(feature = "autodiff-variants")]
+            checkpointing: self.checkpointing,
+        };
+        (self.kind, props)
+    }
+}
+
+// SignFlow patch: see `DispatchTensor::into_kind`.
+/// A handle's properties besides its backend tensor.
+#[derive(Clone, Debug)]
+pub struct DispatchTensorProps {
+    #[cfg(feature = "autodiff-variants")]
+    checkpointing: CheckpointingStrategy,
+}
+
+impl DispatchTensorProps {
+    /// A handle with these properties around `kind`.
+    pub fn wrap(&self, kind: DispatchTensorKind) -> DispatchTensor {
+        DispatchTensor {
+            kind,
+            #[cfg(feature = "autodiff-variants")]
+            checkpointing: self.checkpointing.clone(),
+        }
+    }
 }
 
 impl TensorMetadata for DispatchTensor {
