@@ -386,6 +386,14 @@ pub fn views(flat: DispatchTensor, windows: &[(usize, Shape)]) -> Ran<Vec<Dispat
     op.run_vec([flat], shapes, windows)
 }
 
+/// Frees `tensors` in one operation of Burn's fusion stream where dropping them queues one drop
+/// operation each (the optimizer's views of last step's parameters). A tensor held elsewhere
+/// too is only read; off a CubeCL device the tensors are dropped as usual.
+pub fn release(tensors: Vec<DispatchTensor>) {
+    let op = Op { name: "release", bindings: 0, shared: 0, launch: Launchers::of(kernels::release, kernels::release) };
+    drop(op.run_typed(tensors, Vec::new(), ()));
+}
+
 /// One 1-D buffer of `len` elements with each part's elements (row-major, any rank) written at
 /// its offset (offsets ascending, parts not overlapping) and zeros elsewhere: the optimizer's
 /// flat gradient, in one launch per eight parts where writing each part into a zeroed buffer

@@ -281,6 +281,12 @@ pub trait Kernels: Backend {
         portable::views::<Self>(flat, windows)
     }
 
+    /// Drops `tensors`; on a CubeCL device all of them in one operation of Burn's fusion stream
+    /// (`cube::release`), where dropping each queues one (a step's half-precision weights).
+    fn release(tensors: Vec<FloatTensor<Self>>) {
+        drop(tensors);
+    }
+
     /// `x` in another dtype from values cast elsewhere: `cast` (`x`'s shape, e.g. a view of one
     /// cast of the optimizer's whole flat buffer) is the result, and under autodiff `x` gets its
     /// gradient in `cast`'s dtype, not cast back (the optimizer gathers it into f32). For a
@@ -734,6 +740,10 @@ impl Kernels for burn::Dispatch {
         cube::views(flat, windows).unwrap_or_else(|[flat]| portable::views::<Self>(flat, windows))
     }
 
+    fn release(tensors: Vec<FloatTensor<Self>>) {
+        cube::release(tensors);
+    }
+
     fn fused_kernels(x: &FloatTensor<Self>) -> bool {
         cube::available(x)
     }
@@ -1172,6 +1182,10 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
     fn views(flat: FloatTensor<Self>, windows: &[(usize, burn::tensor::Shape)]) -> Vec<FloatTensor<Self>> {
         let from_inner = <Self as burn::tensor::backend::AutodiffBackend>::from_inner;
         B::views(flat.primitive, windows).into_iter().map(from_inner).collect()
+    }
+
+    fn release(tensors: Vec<FloatTensor<Self>>) {
+        B::release(tensors.into_iter().map(|t| t.primitive).collect());
     }
 
     fn precast(x: FloatTensor<Self>, cast: FloatTensor<Self>) -> FloatTensor<Self> {

@@ -178,6 +178,18 @@ impl<B: Kernels> ComputeModel<B> {
         Self { model: model.map(&mut cast), dtype }
     }
 
+    /// Drops the model, its cast weights all at once ([`Kernels::release`]: on a CubeCL device
+    /// one operation of Burn's fusion stream where dropping them queues one per weight). An f32
+    /// model holds its masters' own weights, and is only dropped.
+    pub fn release(self) {
+        if self.dtype == FloatDType::F32 {
+            return;
+        }
+        let mut take = TakeWeights { keep: KeepF32::default(), taken: Vec::new() };
+        drop(self.model.map(&mut take));
+        B::release(take.taken);
+    }
+
     /// The compute dtype.
     pub fn dtype(&self) -> FloatDType {
         self.dtype
@@ -250,5 +262,39 @@ impl<B: Kernels> burn::module::ModuleVisitor<B> for TrainableCount {
         if self.field != "running_mean" && self.field != "running_var" {
             self.count += param.shape().num_elements();
         }
+    }
+}
+
+/// Takes the tensor of every parameter outside [`KEEP_F32`] layers (the cast model's own: cast
+/// copies, or views of a [`Precast`] buffer) out of a model that is about to be dropped,
+/// leaving zeros to be made if the parameter is ever read (it is not: see
+/// [`ComputeModel::release`]). Those of kept layers are the masters' (and BatchNorm's running
+/// statistics, which their module reads back at once) and stay.
+struct TakeWeights<B: Backend> {
+    keep: KeepF32,
+    taken: Vec<FloatTensor<B>>,
+}
+
+impl<B: Backend> ModuleMapper<B> for TakeWeights<B> {
+    fn enter_module(&mut self, _name: &str, container_type: &str) {
+        self.keep.enter(container_type);
+    }
+
+    fn exit_module(&mut self, _name: &str, container_type: &str) {
+        self.keep.exit(container_type);
+    }
+
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<B, D>>) -> Param<Tensor<B, D>> {
+        if self.keep.active() {
+            return param;
+        }
+        let (id, tensor, _) = param.consume();
+        let (shape, device) = (tensor.shape(), tensor.device());
+        self.taken.push(tensor.into_primitive().tensor());
+        let zeros = {
+            let shape = shape.clone();
+            move |device: &B::Device, _| Tensor::zeros(shape.clone(), device)
+        };
+        Param::uninitialized(id, zeros, device, false, shape)
     }
 }

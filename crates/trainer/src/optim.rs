@@ -284,8 +284,10 @@ impl Optim {
         let update = Update { rule: self.rule, lr, factor, keep, has_grad, corrections };
         let (new_params, m, v) = update.apply(params, g, flat.m.clone(), flat.v.clone());
         let views = all_views(&new_params, &flat.segments);
-        let mut load = LoadViews { flat: &new_params, segments: flat.segments.iter(), views, nodes: Vec::new() };
+        let segments = flat.segments.iter();
+        let mut load = LoadViews { flat: &new_params, segments, views, nodes: Vec::new(), old: Vec::new() };
         let model = model.map(&mut load);
+        cube::release(load.old);
         let nodes = load.nodes;
         self.flat = Some(Flat { params: new_params, nodes, m, v, ..flat });
         model
@@ -749,6 +751,8 @@ struct LoadViews<'a> {
     /// Every segment's view, in segment order, where [`all_views`] made them.
     views: Option<std::vec::IntoIter<FloatTensor<InnerBackend>>>,
     nodes: Vec<u64>,
+    /// The parameters the views replace, to be freed at once (`cube::release`).
+    old: Vec<FloatTensor<InnerBackend>>,
 }
 
 /// Views of every segment of `flat` in one operation (`cube::views`; a CubeCL device, where each
@@ -773,6 +777,7 @@ impl ModuleMapper<TrainBackend> for LoadViews<'_> {
             Some(view) => Tensor::from_primitive(TensorPrimitive::Float(view)),
             None => self.flat.clone().slice(seg.range()).reshape(dims),
         };
+        self.old.push(primitive(tensor.inner()));
         let tensor = Tensor::<TrainBackend, D>::from_inner(view).require_grad();
         self.nodes.push(node_of(tensor.clone()));
         Param::from_mapped_value(id, tensor, mapper)

@@ -367,6 +367,9 @@ pub fn compute_gradients(
         prof.mark(device, Phase::Backward, t2);
         samples += n as u64;
     }
+    if let Some(compute) = compute {
+        compute.release();
+    }
     let grads = match single {
         Some(g) => g,
         None if passes > 1 => accumulator.grads(),
