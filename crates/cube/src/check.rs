@@ -132,6 +132,18 @@ fn self_test(device: &DispatchDevice, dtype: DType) -> Result<(), String> {
     let ones = tensor(vec![1.0; 3 * c], [3, c], device, dtype);
     expect("silu gradient", crate::silu_backward(prim(&x), prim(&ones)).ok(), &per_third([0.5, 1.0, 0.0]))?;
 
+    // A dense layer's gradients: x [4, 3] with x[i][j] = j + 1, w [3, 2] with w[j][l] = j + l +
+    // 1, the output gradient g [4, 2] with g[i][l] = i + 1: dx[i][j] = (i + 1)(2j + 3), dw[j][l]
+    // = 10 (j + 1), db[l] = 10.
+    let x = tensor((0..12).map(|i| (i % 3 + 1) as f32).collect(), [4, 3], device, dtype);
+    let w = tensor((0..6).map(|i| (i / 2 + i % 2 + 1) as f32).collect(), [3, 2], device, dtype);
+    let g = tensor((0..8).map(|i| (i / 2 + 1) as f32).collect(), [4, 2], device, dtype);
+    let [gx, gw, gb] = crate::dense_backward(prim(&x), prim(&w), prim(&g), [true; 3]).unwrap_or_default();
+    let want_gx: Vec<f32> = (0..12).map(|i| ((i / 3 + 1) * (2 * (i % 3) + 3)) as f32).collect();
+    expect("dense input gradient", gx, &want_gx)?;
+    expect("dense weight gradient", gw, &[10.0, 10.0, 20.0, 20.0, 30.0, 30.0])?;
+    expect("dense bias gradient", gb, &[10.0, 10.0])?;
+
     // BatchNorm over 8 rows alternating 0 and 1: mean 0.5, variance 0.25. With a gradient of
     // ones: dx = 0, dgamma = sum of the normalized rows = 0, dbeta = 8.
     let rows = 8;

@@ -1164,6 +1164,28 @@ pub(crate) fn views<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, windows: &Vec<Wi
     windows.iter().map(|window| view_of(&flat, window)).collect()
 }
 
+/// The gradients of a dense layer `x [n, k] @ w [k, m] + b` the op was asked for (`wanted`, in
+/// the order `x`, `w`, `b`) from `[x, w, grad]`: `grad @ w^T`, `x^T @ grad` and `grad`'s column
+/// sums, through Burn's own CubeCL matmul (autotuned) and reduction, the transposes as stride
+/// swaps. Burn's tensor ops queue the same launches as six operations of its fusion stream.
+pub(crate) fn dense_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, wanted: &[bool; 3]) -> Vec<CubeTensor<R>> {
+    use burn::tensor::ops::FloatTensorOps;
+    type Ops<R> = burn_cubecl::CubeBackend<R, f32, i32, u8>;
+    let [x, w, grad] = take(inputs);
+    let mut out = Vec::with_capacity(3);
+    if wanted[0] {
+        out.push(Ops::<R>::float_matmul(grad.clone(), Ops::<R>::float_swap_dims(w, 0, 1)));
+    }
+    if wanted[1] {
+        out.push(Ops::<R>::float_matmul(Ops::<R>::float_swap_dims(x, 0, 1), grad.clone()));
+    }
+    if wanted[2] {
+        let m = grad.meta.shape()[1];
+        out.push(Ops::<R>::float_reshape(Ops::<R>::float_sum_dim(grad, 0), Shape::new([m])));
+    }
+    out
+}
+
 /// No launch: the inputs the op consumed (each one's last handle) are freed as they drop here.
 pub(crate) fn release<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, _: &()) -> Vec<CubeTensor<R>> {
     drop(inputs);

@@ -250,26 +250,7 @@ pub trait Kernels: Backend {
         grad: FloatTensor<Self>,
         wanted: [bool; 3],
     ) -> [Option<FloatTensor<Self>>; 3] {
-        let (x, w, g) = (wrap::<Self, 2>(x), wrap::<Self, 2>(w), wrap::<Self, 2>(grad));
-        let ([n, k], m) = (x.dims(), w.dims()[1]);
-        if host_ok(&x) && host_ok(&w) && host_ok(&g) {
-            let device = x.device();
-            let (xd, wd, gd) = (host_data(x), host_data(w), host_data(g));
-            let gx = wanted[0].then(|| crate::host_gemm::linear_grad_x(gd.f32(), wd.f32(), n, k, m));
-            let gw = wanted[1].then(|| crate::host_gemm::linear_grad_w(xd.f32(), gd.f32(), n, k, m));
-            let gb = wanted[2].then(|| crate::host_gemm::linear_grad_bias(gd.f32(), n, m));
-            return [
-                gx.map(|v| host_tensor::<Self, _>(v, [n, k], &device)),
-                gw.map(|v| host_tensor::<Self, _>(v, [k, m], &device)),
-                gb.map(|v| host_tensor::<Self, _>(v, [m], &device)),
-            ];
-        }
-        let (x, w, g) = (unwrap(x), unwrap(w), unwrap(g));
-        [
-            wanted[0].then(|| Self::linear_x_backward(w, g.clone())),
-            wanted[1].then(|| Self::linear_weight_backward(x, g.clone())),
-            wanted[2].then(|| Self::linear_bias_backward(g)),
-        ]
+        portable::dense_backward::<Self>(x, w, grad, wanted)
     }
 
     /// For each window `(start, shape)`, `shape` elements of the contiguous 1-D `flat` from
@@ -443,6 +424,34 @@ mod portable {
             B::float_reshape(unwrap(part), shape.clone())
         };
         windows.iter().map(view).collect()
+    }
+
+    pub(super) fn dense_backward<B: Kernels>(
+        x: FloatTensor<B>,
+        w: FloatTensor<B>,
+        grad: FloatTensor<B>,
+        wanted: [bool; 3],
+    ) -> [Option<FloatTensor<B>>; 3] {
+        let (x, w, g) = (wrap::<B, 2>(x), wrap::<B, 2>(w), wrap::<B, 2>(grad));
+        let ([n, k], m) = (x.dims(), w.dims()[1]);
+        if host_ok(&x) && host_ok(&w) && host_ok(&g) {
+            let device = x.device();
+            let (xd, wd, gd) = (host_data(x), host_data(w), host_data(g));
+            let gx = wanted[0].then(|| crate::host_gemm::linear_grad_x(gd.f32(), wd.f32(), n, k, m));
+            let gw = wanted[1].then(|| crate::host_gemm::linear_grad_w(xd.f32(), gd.f32(), n, k, m));
+            let gb = wanted[2].then(|| crate::host_gemm::linear_grad_bias(gd.f32(), n, m));
+            return [
+                gx.map(|v| host_tensor::<B, _>(v, [n, k], &device)),
+                gw.map(|v| host_tensor::<B, _>(v, [k, m], &device)),
+                gb.map(|v| host_tensor::<B, _>(v, [m], &device)),
+            ];
+        }
+        let (x, w, g) = (unwrap(x), unwrap(w), unwrap(g));
+        [
+            wanted[0].then(|| B::linear_x_backward(w, g.clone())),
+            wanted[1].then(|| B::linear_weight_backward(x, g.clone())),
+            wanted[2].then(|| B::linear_bias_backward(g)),
+        ]
     }
 
     pub(super) fn silu<B: Kernels, const D: usize>(x: FloatTensor<B>) -> FloatTensor<B> {
@@ -742,6 +751,16 @@ impl Kernels for burn::Dispatch {
 
     fn release(tensors: Vec<FloatTensor<Self>>) {
         cube::release(tensors);
+    }
+
+    fn dense_backward(
+        x: FloatTensor<Self>,
+        w: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+        wanted: [bool; 3],
+    ) -> [Option<FloatTensor<Self>>; 3] {
+        cube::dense_backward(x, w, grad, wanted)
+            .unwrap_or_else(|[x, w, grad]| portable::dense_backward::<Self>(x, w, grad, wanted))
     }
 
     fn fused_kernels(x: &FloatTensor<Self>) -> bool {

@@ -1256,6 +1256,33 @@ mod slow {
                 close(&format!("{name} dx"), &values(wrap2(gx)), &values(gx_ref), tol * 10.0);
                 close(&format!("{name} dw"), &values(wrap3(gw)), &values(gw_ref), tol * 10.0);
             }
+            for [n, k, m] in [[1, 1, 1], [7, 5, 3], [33, 40, 24]] {
+                let name = format!("{dtype:?} dense n{n} k{k} m{m}");
+                // The input arrives transposed (strided) in one case, as a layer's may.
+                let x = if n == 7 {
+                    rand([1, k, n], 10).reshape([k, n]).swap_dims(0, 1)
+                } else {
+                    rand([1, n, k], 10).reshape([n, k])
+                }
+                .cast(dtype);
+                let w = rand([1, k, m], 11).reshape([k, m]).cast(dtype);
+                let g = rand([1, n, m], 12).reshape([n, m]).cast(dtype);
+                let [gx, gw, gb] =
+                    cube::dense_backward(prim2(&x), prim2(&w), prim2(&g), [true; 3]).expect("runs on WGPU");
+                let [gx, gw, gb] = [gx, gw, gb].map(|t| t.expect("every gradient asked for"));
+                let want_gx = g.clone().matmul(w.clone().transpose());
+                close(&format!("{name} dx"), &values(wrap2(gx)), &values(want_gx), tol);
+                let want_gw = x.clone().transpose().matmul(g.clone());
+                close(&format!("{name} dw"), &values(wrap2(gw.clone())), &values(want_gw), tol);
+                let want_gb = g.clone().sum_dim(0).reshape([m]);
+                close(&format!("{name} dbias"), &values(wrap1(gb)), &values(want_gb), tol);
+                // Only the gradients asked for.
+                let [gx, only_gw, gb] =
+                    cube::dense_backward(prim2(&x), prim2(&w), prim2(&g), [false, true, false]).expect("runs on WGPU");
+                assert!(gx.is_none() && gb.is_none(), "{name}");
+                let only_gw = only_gw.expect("the weight gradient asked for");
+                close(&format!("{name} dw alone"), &values(wrap2(only_gw)), &values(wrap2(gw)), 0.0);
+            }
             for [b, t, h, hd] in [[1, 1, 1, 4], [3, 5, 2, 3], [2, 64, 4, 48]] {
                 let name = format!("{dtype:?} attention b{b} t{t} h{h} hd{hd}");
                 let d = h * hd;
