@@ -510,27 +510,23 @@ impl<P: fusion::Params> Op<P> {
         if !enabled() || inputs.as_ref().is_empty() {
             return Err(inputs);
         }
-        let inputs = match self.queue(inputs, outputs.clone(), self.launch.wgpu, params.clone()) {
-            Ok(outputs) => return Ok(outputs),
-            Err(inputs) => inputs,
-        };
-        self.queue(inputs, outputs, self.launch.cuda, params)
+        if self.runs_on::<cubecl::wgpu::WgpuRuntime>(inputs.as_ref()) {
+            return Ok(self.queue(inputs, outputs, self.launch.wgpu, params));
+        }
+        if self.runs_on::<cubecl::cuda::CudaRuntime>(inputs.as_ref()) {
+            return Ok(self.queue(inputs, outputs, self.launch.cuda, params));
+        }
+        Err(inputs)
     }
 
-    /// Queues the op when every input is a fusion tensor of runtime `R` on one device that can
-    /// run it in each of the inputs' dtypes and where the kernels passed their self-test
-    /// ([`check`]); else warns (once, for a device that lacks what the op needs) and gives the
-    /// inputs back.
+    /// Queues the op on `inputs`, every one a fusion tensor of runtime `R` ([`Op::runs_on`]).
     fn queue<R: Runtime, I: Inputs>(
         &self,
         inputs: I,
         outputs: Vec<(Shape, DType)>,
         launch: fusion::Launch<R, P>,
         params: P,
-    ) -> Result<Vec<DispatchTensor>, I> {
-        if !self.runs_on::<R>(inputs.as_ref()) {
-            return Err(inputs);
-        }
+    ) -> Vec<DispatchTensor> {
         let mut props = None;
         let tensors = inputs
             .into_iter()
@@ -542,7 +538,7 @@ impl<P: fusion::Params> Op<P> {
             .collect();
         let props = props.unwrap_or_else(|| unreachable!("`run_typed` has an input"));
         let results = fusion::register(self.name, tensors, outputs, launch, params);
-        Ok(results.into_iter().map(|t| props.wrap(R::give(t))).collect())
+        results.into_iter().map(|t| props.wrap(R::give(t))).collect()
     }
 
     /// Whether every one of `inputs` is a fusion tensor of runtime `R`, all on one device that
