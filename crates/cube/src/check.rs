@@ -242,6 +242,22 @@ fn self_test(device: &DispatchDevice, dtype: DType) -> Result<(), String> {
     let want: Vec<f32> = (0..8).map(|i| if i % 4 == 0 { 0.1875 } else { -0.0625 }).collect();
     expect("softmax gradient", crate::softmax_dropout_backward(y.clone(), y, prim(&grad)).ok(), &want)?;
 
+    // One AdamW step (f32 buffers only): p = 1, g = 1, m = v = 0, factor 1, corrections 1,
+    // beta1 0.5, beta2 0.75, eps 0, lr 0.5, decay 0.5: m = 0.5, v = 0.25, the step 0.5 / 0.5 = 1,
+    // p = 1 x 0.75 - 0.5 = 0.25. Skipped, everything stays.
+    if dtype == DType::F32 {
+        let full = |v: f32| prim(&tensor(vec![v; 300], [300], device, dtype));
+        let one = |v: f32| prim(&tensor(vec![v], [1], device, dtype));
+        let set = crate::AdamW { beta1: 0.5, beta2: 0.75, epsilon: 0.0, weight_decay: 0.5, lr: 0.5 };
+        for (skip, want) in [(0.0, [0.25, 0.5, 0.25]), (1.0, [1.0, 0.0, 0.0])] {
+            let inputs = [full(1.0), full(1.0), full(0.0), full(0.0), one(1.0), one(skip), one(1.0), one(1.0)];
+            let [p, m, v] = crate::adamw(inputs, set).map(|o| o.map(Some)).unwrap_or_default();
+            expect("adamw parameters", p, &[want[0]; 300])?;
+            expect("adamw first moment", m, &[want[1]; 300])?;
+            expect("adamw second moment", v, &[want[2]; 300])?;
+        }
+    }
+
     // A 2 x 3 view from element 256 of 512 counting 0..64 over and over (exact in bf16 too),
     // the end not at an alignment.
     let flat = tensor((0..512).map(|i| (i % 64) as f32).collect(), [512], device, dtype);

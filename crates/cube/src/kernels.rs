@@ -521,6 +521,53 @@ fn silu_backward_kernel<F: Float>(
     out[ABSOLUTE_POS] = F::cast_from(f32::cast_from(grad[ABSOLUTE_POS]) * s * (1.0f32 + v * (1.0f32 - s)));
 }
 
+/// One AdamW step over flat f32 buffers, each element on its own unit, in the order of the
+/// tensor-op chain it replaces (`trainer::optim`): the gradient times `factor[0]`, the moments,
+/// their bias corrections `c1[0]`, `c2[0]`, the decayed parameter minus the step; where
+/// `skip[0]` is not 0 every output is its input (a selection: a non-finite step leaks nothing).
+#[cube(launch)]
+#[allow(clippy::too_many_arguments)]
+fn adamw_kernel(
+    p: &Tensor<f32>,
+    g: &Tensor<f32>,
+    m: &Tensor<f32>,
+    v: &Tensor<f32>,
+    factor: &Tensor<f32>,
+    skip: &Tensor<f32>,
+    c1: &Tensor<f32>,
+    c2: &Tensor<f32>,
+    new_p: &mut Tensor<f32>,
+    new_m: &mut Tensor<f32>,
+    new_v: &mut Tensor<f32>,
+    beta1: f32,
+    take1: f32,
+    beta2: f32,
+    take2: f32,
+    epsilon: f32,
+    decay: f32,
+    lr: f32,
+    #[comptime] _revision: u64,
+) {
+    let i = ABSOLUTE_POS;
+    if i >= new_p.len() {
+        terminate!();
+    }
+    let gi = g[i] * factor[0];
+    let m1 = m[i] * beta1 + gi * take1;
+    let v1 = v[i] * beta2 + gi * gi * take2;
+    let delta = m1 / c1[0] / (f32::sqrt(v1 / c2[0]) + epsilon);
+    let p1 = p[i] * decay - delta * lr;
+    if skip[0] == 0.0 {
+        new_p[i] = p1;
+        new_m[i] = m1;
+        new_v[i] = v1;
+    } else {
+        new_p[i] = p[i];
+        new_m[i] = m[i];
+        new_v[i] = v[i];
+    }
+}
+
 /// Efficient channel attention for `x [B, T, C]`, one cube per sample: the masked time average
 /// (`weights [B, 1, T]`, 1 / count on valid frames), its `K`-tap convolution over channels
 /// (`w [1, 1, K]`), a sigmoid gate, and `y = x * gate`.
@@ -1184,6 +1231,52 @@ pub(crate) fn dense_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, wanted:
         out.push(Ops::<R>::float_reshape(Ops::<R>::float_sum_dim(grad, 0), Shape::new([m])));
     }
     out
+}
+
+/// AdamW's constants, in f32 as Burn's scalar ops take them.
+#[derive(Clone, Debug)]
+pub(crate) struct AdamW {
+    /// `beta1`, `1 - beta1`, `beta2`, `1 - beta2`.
+    pub betas: [f32; 4],
+    pub epsilon: f32,
+    /// `1 - lr * weight_decay` (1 without decay).
+    pub decay: f32,
+    pub lr: f32,
+}
+
+/// One AdamW step from `[p, g, m, v, factor, skip, c1, c2]` (flat f32 buffers, then four `[1]`
+/// device scalars) -> the new `p`, `m`, `v`.
+pub(crate) fn adamw<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, set: &AdamW) -> Vec<CubeTensor<R>> {
+    let [p, g, m, v, factor, skip, c1, c2] = take(inputs);
+    let [p, g, m, v] = [p, g, m, v].map(contiguous);
+    let len = p.meta.shape().clone();
+    let [new_p, new_m, new_v] = [0, 1, 2].map(|_| empty(&p, len.clone()));
+    let (count, cube_dim) = units_for(&new_p.client, len.num_elements());
+    adamw_kernel::launch::<R>(
+        &new_p.client,
+        count,
+        cube_dim,
+        p.into_tensor_arg(),
+        g.into_tensor_arg(),
+        m.into_tensor_arg(),
+        v.into_tensor_arg(),
+        factor.into_tensor_arg(),
+        skip.into_tensor_arg(),
+        c1.into_tensor_arg(),
+        c2.into_tensor_arg(),
+        new_p.clone().into_tensor_arg(),
+        new_m.clone().into_tensor_arg(),
+        new_v.clone().into_tensor_arg(),
+        set.betas[0],
+        set.betas[1],
+        set.betas[2],
+        set.betas[3],
+        set.epsilon,
+        set.decay,
+        set.lr,
+        REVISION,
+    );
+    vec![new_p, new_m, new_v]
 }
 
 /// No launch: the inputs the op consumed (each one's last handle) are freed as they drop here.

@@ -413,6 +413,47 @@ pub fn dense_backward(
     Ok(wanted.map(|want| if want { grads.next() } else { None }))
 }
 
+/// AdamW's settings for [`adamw`] (burn-optim's names).
+#[derive(Clone, Copy, Debug)]
+pub struct AdamW {
+    /// The first moment's decay.
+    pub beta1: f64,
+    /// The second moment's decay.
+    pub beta2: f64,
+    /// Added to the second moment's square root.
+    pub epsilon: f64,
+    /// Decoupled weight decay.
+    pub weight_decay: f64,
+    /// The learning rate.
+    pub lr: f64,
+}
+
+/// One AdamW step over the optimizer's flat f32 buffers in one launch, where its tensor-op
+/// chain queues some twenty operations: from `[p, g, m, v]` (1-D, one length) and four `[1]`
+/// device scalars `[factor, skip, c1, c2]` (the gradient's factor, non-zero to leave
+/// everything as it was, the bias corrections), the new `[p, m, v]`, computed in the chain's
+/// order (`trainer::optim`'s tensor ops are the reference).
+pub fn adamw(inputs: [DispatchTensor; 8], set: AdamW) -> Ran<[DispatchTensor; 3], 8> {
+    let len = inputs[0].shape();
+    let ok = inputs.iter().all(|t| t.dtype() == DType::F32)
+        && len.num_dims() == 1
+        && inputs[1..4].iter().all(|t| t.shape() == len)
+        && inputs[4..].iter().all(|t| t.shape().num_dims() == 1 && t.shape()[0] == 1);
+    if !ok {
+        return Err(inputs);
+    }
+    // As Burn's scalar ops: the scalar computed in f64, then taken as the tensor's f32.
+    let decay = if set.weight_decay == 0.0 { 1.0 } else { 1.0 - set.lr * set.weight_decay };
+    let consts = kernels::AdamW {
+        betas: [set.beta1 as f32, (1.0 - set.beta1) as f32, set.beta2 as f32, (1.0 - set.beta2) as f32],
+        epsilon: set.epsilon as f32,
+        decay: decay as f32,
+        lr: set.lr as f32,
+    };
+    let op = Op { name: "adamw", bindings: 11, shared: 0, launch: Launchers::of(kernels::adamw, kernels::adamw) };
+    op.run(inputs, [len.clone(), len.clone(), len], consts)
+}
+
 /// Frees `tensors` in one operation of Burn's fusion stream where dropping them queues one drop
 /// operation each (the optimizer's views of last step's parameters). A tensor held elsewhere
 /// too is only read; off a CubeCL device the tensors are dropped as usual.

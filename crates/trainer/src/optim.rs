@@ -247,12 +247,16 @@ impl Optim {
         let t = self.applied as i32;
         // Skips counted on the device so far (none when the last step was settled); this step's
         // own skip is added for the steps after it. The same ops every step: compiled once.
-        let skips = keep.as_ref().map(|k| {
-            let before = self.unsettled_skips.take().unwrap_or_else(|| Tensor::zeros([1], &k.device()));
-            let now = before.clone() + mask_values(k.clone(), 0.0, 1.0, DType::F32);
-            self.unsettled_skips = Some(now);
-            before
-        });
+        // This step's own skip as a float (1: skipped), the form `cube::adamw` reads `keep` in.
+        let (skips, skip) = keep
+            .as_ref()
+            .map(|k| {
+                let before = self.unsettled_skips.take().unwrap_or_else(|| Tensor::zeros([1], &k.device()));
+                let skip = mask_values(k.clone(), 0.0, 1.0, DType::F32);
+                self.unsettled_skips = Some(before.clone() + skip.clone());
+                (before, skip)
+            })
+            .unzip();
         let corrections = match self.rule {
             // As burn-optim computes them: in f32 on the host.
             Rule::AdamW { beta1, beta2, .. } => {
@@ -281,7 +285,7 @@ impl Optim {
             }
             Tensor::<InnerBackend, 1, Bool>::from_data(burn::tensor::TensorData::new(mask, [flat.len]), &device)
         });
-        let update = Update { rule: self.rule, lr, factor, keep, has_grad, corrections };
+        let update = Update { rule: self.rule, lr, factor, keep, skip, has_grad, corrections };
         let (new_params, m, v) = update.apply(params, g, flat.m.clone(), flat.v.clone());
         let views = all_views(&new_params, &flat.segments);
         let segments = flat.segments.iter();
@@ -539,6 +543,8 @@ struct Update {
     lr: f64,
     factor: Option<T1>,
     keep: Option<Tensor<InnerBackend, 1, Bool>>,
+    /// `keep` as a float, 1 where the step is skipped (`[1]`).
+    skip: Option<T1>,
     /// Where a parameter has a gradient this step (none: everywhere).
     has_grad: Option<Tensor<InnerBackend, 1, Bool>>,
     /// AdamW's bias corrections 1 - beta^t of this step.
@@ -559,20 +565,65 @@ impl Update {
         }
     }
 
-    /// The new parameters `p` and state `(m, v)` given the gradient `g`, all flat.
-    fn apply(self, p: T1, g: T1, m0: Option<T1>, v0: Option<T1>) -> (T1, Option<T1>, Option<T1>) {
-        let g = match &self.factor {
+    /// The gradient times the factor.
+    fn scaled(&self, g: T1) -> T1 {
+        match &self.factor {
             Some(f) => g * f.clone(),
             None => g,
+        }
+    }
+
+    /// AdamW as one kernel (`cube::adamw`) where it applies: a CubeCL device, the factor, the
+    /// skip and the bias corrections on the device, and every parameter with a gradient. The
+    /// kernel consumes the buffers and the scalars (no drop operation for each later); where it
+    /// does not apply, all come back as they were.
+    // Moved once a step.
+    #[allow(clippy::type_complexity, clippy::result_large_err)]
+    fn adamw_kernel(self, p: T1, g: T1, m0: T1, v0: T1) -> Result<(T1, T1, T1), (Self, [T1; 4])> {
+        let Update { rule, lr, factor, keep, skip, has_grad, corrections } = self;
+        let fused = match (rule, factor, skip, corrections, &has_grad) {
+            (
+                Rule::AdamW { beta1, beta2, epsilon, weight_decay },
+                Some(f),
+                Some(s),
+                Corrections::Device(c1, c2),
+                None,
+            ) => {
+                let inputs = [p, g, m0, v0, f, s, c1, c2].map(primitive);
+                cube::adamw(inputs, cube::AdamW { beta1, beta2, epsilon, weight_decay, lr })
+            }
+            (rule, factor, skip, corrections, _) => {
+                let update = Update { rule, lr, factor, keep, skip, has_grad, corrections };
+                return Err((update, [p, g, m0, v0]));
+            }
         };
+        let wrap = |t| Tensor::from_primitive(TensorPrimitive::Float(t));
+        match fused {
+            Ok([p, m, v]) => Ok((wrap(p), wrap(m), wrap(v))),
+            Err([p, g, m, v, f, s, c1, c2]) => {
+                let (factor, skip) = (Some(wrap(f)), Some(wrap(s)));
+                let corrections = Corrections::Device(wrap(c1), wrap(c2));
+                let update = Update { rule, lr, factor, keep, skip, has_grad, corrections };
+                Err((update, [p, g, m, v].map(wrap)))
+            }
+        }
+    }
+
+    /// The new parameters `p` and state `(m, v)` given the gradient `g`, all flat.
+    fn apply(self, p: T1, g: T1, m0: Option<T1>, v0: Option<T1>) -> (T1, Option<T1>, Option<T1>) {
         let lr = self.lr;
         match self.rule {
             Rule::AdamW { beta1, beta2, epsilon, weight_decay } => {
                 let m0 = m0.unwrap_or_else(|| g.zeros_like());
                 let v0 = v0.unwrap_or_else(|| g.zeros_like());
+                let (update, [p, g, m0, v0]) = match self.adamw_kernel(p, g, m0, v0) {
+                    Ok((p, m, v)) => return (p, Some(m), Some(v)),
+                    Err(back) => back,
+                };
+                let g = update.scaled(g);
                 let m = m0.clone().mul_scalar(beta1).add(g.clone().mul_scalar(1.0 - beta1));
                 let v = v0.clone().mul_scalar(beta2).add(g.square().mul_scalar(1.0 - beta2));
-                let (m_hat, v_hat) = match &self.corrections {
+                let (m_hat, v_hat) = match &update.corrections {
                     Corrections::Host(c1, c2) => (m.clone().div_scalar(*c1), v.clone().div_scalar(*c2)),
                     Corrections::Device(c1, c2) => (m.clone().div(c1.clone()), v.clone().div(c2.clone())),
                 };
@@ -580,11 +631,12 @@ impl Update {
                 let decayed =
                     if weight_decay == 0.0 { p.clone() } else { p.clone().mul_scalar(1.0 - lr * weight_decay) };
                 let new_p = decayed - delta.mul_scalar(lr);
-                let m = self.pick(m, m0);
-                let v = self.pick(v, v0);
-                (self.pick(new_p, p), Some(m), Some(v))
+                let m = update.pick(m, m0);
+                let v = update.pick(v, v0);
+                (update.pick(new_p, p), Some(m), Some(v))
             }
             Rule::Sgd { momentum, nesterov, weight_decay } => {
+                let g = self.scaled(g);
                 let g = if weight_decay == 0.0 { g } else { p.clone().mul_scalar(weight_decay).add(g) };
                 let (step, m) = if momentum > 0.0 {
                     // Burn's first velocity is the gradient itself: a zero velocity gives it.
