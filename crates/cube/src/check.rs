@@ -63,6 +63,13 @@ fn read(kernel: &str, got: Option<burn_dispatch::DispatchTensor>) -> Result<Vec<
     data.convert::<f32>().to_vec().map_err(|e| format!("{kernel}: {e:?}"))
 }
 
+/// A kernel's outputs, each `None` where it did not run (for [`expect`]).
+fn outputs<const O: usize, const N: usize>(
+    ran: crate::Ran<[burn_dispatch::DispatchTensor; O], N>,
+) -> [Option<burn_dispatch::DispatchTensor>; O] {
+    ran.map_or_else(|_| std::array::from_fn(|_| None), |o| o.map(Some))
+}
+
 /// `got` read back from the device and compared with `want` (exact values; half precision
 /// rounds none of them).
 fn expect(kernel: &str, got: Option<burn_dispatch::DispatchTensor>, want: &[f32]) -> Result<(), String> {
@@ -99,11 +106,7 @@ fn mixed_norm(
     }
     expect("mixed-precision channel norm", Some(y), want)?;
     expect("mixed-precision running mean", Some(mean), &vec![0.75; c])?;
-    let grads = crate::channel_norm_backward([x.clone(), stats, one, ones.clone()], 1e-5);
-    let (gx, gg, gb) = match grads {
-        Ok([gx, gg, gb]) => (Some(gx), Some(gg), Some(gb)),
-        Err(_) => (None, None, None),
-    };
+    let [gx, gg, gb] = outputs(crate::channel_norm_backward([x.clone(), stats, one, ones.clone()], 1e-5));
     expect("mixed-precision channel norm input gradient", gx, &vec![0.0; 8 * c])?;
     expect("mixed-precision channel norm gamma gradient", gg, &vec![0.0; c])?;
     expect("mixed-precision channel norm beta gradient", gb, &vec![8.0; c])
@@ -154,11 +157,8 @@ fn self_test(device: &DispatchDevice, dtype: DType) -> Result<(), String> {
     let stats = stats.ok_or("channel stats did not run")?;
     let ones = tensor(vec![1.0; rows * c], [rows, c], device, dtype);
     let gamma = tensor(vec![1.0; c], [c], device, dtype);
-    let grads = crate::channel_norm_backward([prim(&x), stats.clone(), prim(&gamma), prim(&ones)], 1e-5);
-    let (gx, gg, gb) = match grads {
-        Ok([gx, gg, gb]) => (Some(gx), Some(gg), Some(gb)),
-        Err(_) => (None, None, None),
-    };
+    let [gx, gg, gb] =
+        outputs(crate::channel_norm_backward([prim(&x), stats.clone(), prim(&gamma), prim(&ones)], 1e-5));
     expect("channel norm input gradient", gx, &vec![0.0; rows * c])?;
     expect("channel norm gamma gradient", gg, &vec![0.0; c])?;
     expect("channel norm beta gradient", gb, &vec![rows as f32; c])?;
@@ -251,7 +251,7 @@ fn self_test(device: &DispatchDevice, dtype: DType) -> Result<(), String> {
         let set = crate::AdamW { beta1: 0.5, beta2: 0.75, epsilon: 0.0, weight_decay: 0.5, lr: 0.5 };
         for (skip, want) in [(0.0, [0.25, 0.5, 0.25]), (1.0, [1.0, 0.0, 0.0])] {
             let inputs = [full(1.0), full(1.0), full(0.0), full(0.0), one(1.0), one(skip), one(1.0), one(1.0)];
-            let [p, m, v] = crate::adamw(inputs, set).map(|o| o.map(Some)).unwrap_or_default();
+            let [p, m, v] = outputs(crate::adamw(inputs, set));
             expect("adamw parameters", p, &[want[0]; 300])?;
             expect("adamw first moment", m, &[want[1]; 300])?;
             expect("adamw second moment", v, &[want[2]; 300])?;
