@@ -177,6 +177,20 @@ fn self_test(device: &DispatchDevice, dtype: DType) -> Result<(), String> {
     if dtype != DType::F32 {
         mixed_norm(device, &prim(&x), &prim(&ones), &want)?;
     }
+    // Inference with those running statistics (mean 0.5, variance 0.25), gamma 2 and beta 1:
+    // -1 and 3 (up to eps), in the parameters' dtype and, beside half precision, in f32.
+    let want: Vec<f32> = (0..rows * c).map(|i| if (i / c) % 2 == 0 { -1.0 } else { 3.0 }).collect();
+    let param_dtypes: &[DType] = if dtype == DType::F32 { &[DType::F32] } else { &[dtype, DType::F32] };
+    for &p in param_dtypes {
+        let per_channel = |v: f32| prim(&tensor(vec![v; c], [c], device, p));
+        let params = [per_channel(2.0), per_channel(1.0), per_channel(0.5), per_channel(0.25)];
+        let [gamma, beta, mean, var] = params;
+        let y = crate::channel_norm_eval([prim(&x), gamma, beta, mean, var], 1e-5).ok();
+        if let Some(y) = y.as_ref().filter(|y| y.dtype() != dtype) {
+            return Err(format!("the inference channel norm gave {:?} output for {dtype:?} rows", y.dtype()));
+        }
+        expect("inference channel norm", y, &want)?;
+    }
 
     // Three parts gathered into 512 elements, row-major whatever their rank or strides: 1, 2 at
     // 0; the 2 x 2 matrix 3, 4 / 5, 6 at 256; the transpose of 7, 8 / 9, 10 at 300; zeros

@@ -420,6 +420,63 @@ pub(crate) fn running_stats<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, weights:
     vec![new_mean, new_var]
 }
 
+/// Inference-mode BatchNorm of `x [N, C]` with its running statistics, one unit per element:
+/// `y = (x - mean) / sqrt(var + eps) * gamma + beta` in f32, in the order of Burn's `BatchNorm`
+/// inference formulation. Activations (`F`) and parameters and statistics (`P`) may differ, as
+/// in [`channel_norm_train_kernel`].
+#[cube(launch)]
+#[allow(clippy::too_many_arguments)]
+fn channel_norm_eval_kernel<F: Float, P: Float>(
+    x: &Tensor<F>,
+    gamma: &Tensor<P>,
+    beta: &Tensor<P>,
+    mean: &Tensor<P>,
+    var: &Tensor<P>,
+    y: &mut Tensor<F>,
+    eps: f32,
+    #[comptime] _revision: u64,
+    #[define(F, P)] _dtypes: [StorageType; 2],
+) {
+    if ABSOLUTE_POS >= y.len() {
+        terminate!();
+    }
+    let channels = x.shape(1);
+    let r = ABSOLUTE_POS / channels;
+    let c = ABSOLUTE_POS % channels;
+    let xv = f32::cast_from(x[r * x.stride(0) + c * x.stride(1)]);
+    let m = f32::cast_from(mean[c * mean.stride(0)]);
+    let std = f32::sqrt(f32::cast_from(var[c * var.stride(0)]) + eps);
+    let g = f32::cast_from(gamma[c * gamma.stride(0)]);
+    let b = f32::cast_from(beta[c * beta.stride(0)]);
+    y[ABSOLUTE_POS] = F::cast_from((xv - m) / std * g + b);
+}
+
+/// Inference-mode BatchNorm of `x [.., C]` (its leading axes are the rows) with `gamma`, `beta`
+/// and the running `mean`, `var` (`[C]`, in the parameters' dtype): the output in `x`'s shape
+/// and dtype; `eps` is added to the variance.
+pub(crate) fn channel_norm_eval<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, eps: &f32) -> Vec<CubeTensor<R>> {
+    let [x, gamma, beta, mean, var] = take(inputs);
+    let y = empty(&x, x.meta.shape().clone());
+    let x = as_rows(x);
+    let (count, cube_dim) = units_for(&y.client, y.meta.shape().num_elements());
+    let dtypes = [storage(x.dtype), storage(gamma.dtype)];
+    channel_norm_eval_kernel::launch::<R>(
+        &y.client,
+        count,
+        cube_dim,
+        x.into_tensor_arg(),
+        gamma.into_tensor_arg(),
+        beta.into_tensor_arg(),
+        mean.into_tensor_arg(),
+        var.into_tensor_arg(),
+        y.clone().into_tensor_arg(),
+        *eps,
+        REVISION,
+        dtypes,
+    );
+    vec![y]
+}
+
 /// Channels the ECA kernels hold per sample in shared memory at most (four f32 arrays of this
 /// many, 16 KiB: WebGPU's guaranteed shared memory per cube).
 pub(crate) const ECA_MAX_CHANNELS: usize = 1024;

@@ -1,9 +1,9 @@
 //! SignFlow's CubeCL kernels: ops the CPU runs as host loops (`models::kernels`: the causal
-//! depthwise conv and its gradients, SiLU, BatchNorm's statistics, backward and running
-//! statistics, the ECA gate, attention) and the optimizer's gradient gather, as one kernel
-//! launch each (and the optimizer's parameter views, as none) on Burn's CubeCL backends (CUDA
-//! and WGPU) instead of the chains of tensor ops their reference formulations take (padding,
-//! `cat`, transposes, separate reductions, one slice write per tensor).
+//! depthwise conv and its gradients, SiLU, BatchNorm's statistics, backward, running
+//! statistics and inference, the ECA gate, attention) and the optimizer's gradient gather, as
+//! one kernel launch each (and the optimizer's parameter views, as none) on Burn's CubeCL
+//! backends (CUDA and WGPU) instead of the chains of tensor ops their reference formulations
+//! take (padding, `cat`, transposes, separate reductions, one slice write per tensor).
 //!
 //! Each entry point takes its `Dispatch` float tensors by value and, when it does not apply (a
 //! CPU tensor, inputs on different backends or of different dtypes (BatchNorm takes
@@ -173,6 +173,28 @@ pub fn channel_norm_train(inputs: [DispatchTensor; 5], eps: f64, momentum: f64) 
     let launch = Launchers::of(kernels::channel_norm_train, kernels::channel_norm_train);
     let op = Op { name: "channel_norm_train", bindings: 9, shared: 0, launch };
     op.run_typed(inputs, outputs, set).map(exactly)
+}
+
+/// Inference-mode BatchNorm of `x [.., C]` (its leading axes are rows; `y` has its shape and
+/// dtype) with its running statistics in one launch and one operation of Burn's fusion stream,
+/// where Burn's formulation queues ten (four reshapes and six element-wise ops): `(x - mean) /
+/// sqrt(var + eps) * gamma + beta`. Takes `[x, gamma, beta, mean, var]` (`[C]` each; f32 beside
+/// half-precision `x`, as [`channel_norm_train`]).
+pub fn channel_norm_eval(inputs: [DispatchTensor; 5], eps: f64) -> Ran<DispatchTensor, 5> {
+    let Some(c) = channels(&inputs[0]) else { return Err(inputs) };
+    let [x, params @ ..] = &inputs;
+    let per_channel = params.iter().all(|t| t.shape().num_dims() == 1 && t.shape()[0] == c);
+    let dtypes: Vec<DType> = params.iter().map(|t| t.dtype()).collect();
+    if norm_param_dtype(x.dtype(), &dtypes).filter(|_| per_channel).is_none() {
+        return Err(inputs);
+    }
+    let outputs = vec![(x.shape(), x.dtype())];
+    let launch = Launchers::of(kernels::channel_norm_eval, kernels::channel_norm_eval);
+    let op = Op { name: "channel_norm_eval", bindings: 6, shared: 0, launch };
+    op.run_typed(inputs, outputs, eps as f32).map(|y| {
+        let [y] = exactly(y);
+        y
+    })
 }
 
 /// The dtype of BatchNorm's parameters and statistics (of dtypes `params`) beside activations

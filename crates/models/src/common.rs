@@ -217,7 +217,9 @@ impl<B: Kernels> ChannelNorm<B> {
     /// - x: `[rows, channels]` -> same
     ///
     /// Training mode runs [`crate::kernels`]' BatchNorm (closed-form backward) and updates the
-    /// running statistics exactly as Burn's `BatchNorm` does (biased batch variance, `momentum`).
+    /// running statistics exactly as Burn's `BatchNorm` does (biased batch variance, `momentum`);
+    /// inference normalizes with the running statistics as Burn's does, on a GPU backend in one
+    /// kernel ([`crate::kernels::Kernels::channel_norm_eval`]).
     /// Half-precision input is normalized in f32 (BatchNorm statistics and running state stay
     /// f32, the usual mixed-precision practice): the GPU kernels read it beside the f32
     /// parameters as it is and write the output in its dtype; elsewhere it is cast to f32 and
@@ -226,10 +228,21 @@ impl<B: Kernels> ChannelNorm<B> {
         let dtype = x.dtype();
         let to_f32 = |x: Tensor<B, 2>| if dtype == DType::F32 { x } else { x.cast(FloatDType::F32) };
         let back = |y: Tensor<B, 2>| if dtype == DType::F32 { y } else { y.cast(dtype) };
-        if !B::ad_enabled(&x.device()) || self.bn.epsilon != crate::kernels::NORM_EPS {
+        let device = x.device();
+        if self.bn.epsilon != crate::kernels::NORM_EPS {
             return back(self.bn.forward(to_f32(x)));
         }
-        let device = x.device();
+        if !B::ad_enabled(&device) {
+            let (mean, var) = (self.bn.running_mean.value(), self.bn.running_var.value());
+            let (gamma, beta) = (self.bn.gamma.val(), self.bn.beta.val());
+            return crate::kernels::ops::channel_norm_eval(
+                x,
+                gamma,
+                beta,
+                mean.to_device(&device),
+                var.to_device(&device),
+            );
+        }
         let running_mean = self.bn.running_mean.value_sync().to_device(&device);
         let running_var = self.bn.running_var.value_sync().to_device(&device);
         let (gamma, beta, momentum) = (self.bn.gamma.val(), self.bn.beta.val(), self.bn.momentum);

@@ -406,6 +406,23 @@ pub trait Kernels: Backend {
     ) -> (FloatTensor<Self>, FloatTensor<Self>) {
         portable::running_stats::<Self>(stats, mean, var, momentum)
     }
+
+    /// Inference-mode BatchNorm of the rows of `x` with its running statistics, `(x - mean) /
+    /// sqrt(var + eps) * gamma + beta` ([`NORM_EPS`]), Burn's `BatchNorm` formulation and order
+    /// of operations. Half-precision `x` beside f32 parameters is normalized in f32 and given
+    /// back in its dtype.
+    ///
+    /// # Shapes
+    /// - x: `[rows, C]`, gamma, beta, mean, var: `[C]` -> like x
+    fn channel_norm_eval(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        mean: FloatTensor<Self>,
+        var: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        portable::channel_norm_eval::<Self>(x, gamma, beta, mean, var)
+    }
 }
 
 /// The default bodies of the [`Kernels`] ops that a backend may replace with its own kernels
@@ -597,6 +614,20 @@ mod portable {
     ) -> (FloatTensor<B>, FloatTensor<B>) {
         let (m, v) = reference::running_stats(wrap::<B, 2>(stats), wrap::<B, 1>(mean), wrap::<B, 1>(var), momentum);
         (unwrap(m), unwrap(v))
+    }
+
+    pub(super) fn channel_norm_eval<B: Kernels>(
+        x: FloatTensor<B>,
+        gamma: FloatTensor<B>,
+        beta: FloatTensor<B>,
+        mean: FloatTensor<B>,
+        var: FloatTensor<B>,
+    ) -> FloatTensor<B> {
+        let x = wrap::<B, 2>(x);
+        let (dtype, param) = (x.dtype(), burn::tensor::TensorMetadata::dtype(&gamma));
+        let x = if dtype == param { x } else { x.cast(burn::tensor::FloatDType::from(param)) };
+        let y = reference::channel_norm_eval(x, wrap(gamma), wrap(beta), wrap(mean), wrap(var));
+        unwrap(if dtype == param { y } else { y.cast(burn::tensor::FloatDType::from(dtype)) })
     }
 }
 
@@ -881,6 +912,18 @@ impl Kernels for burn::Dispatch {
     ) -> (FloatTensor<Self>, FloatTensor<Self>) {
         cube::running_stats(stats, mean, var, momentum)
             .unwrap_or_else(|[stats, mean, var]| portable::running_stats::<Self>(stats, mean, var, momentum))
+    }
+
+    fn channel_norm_eval(
+        x: FloatTensor<Self>,
+        gamma: FloatTensor<Self>,
+        beta: FloatTensor<Self>,
+        mean: FloatTensor<Self>,
+        var: FloatTensor<Self>,
+    ) -> FloatTensor<Self> {
+        cube::channel_norm_eval([x, gamma, beta, mean, var], NORM_EPS).unwrap_or_else(|[x, gamma, beta, mean, var]| {
+            portable::channel_norm_eval::<Self>(x, gamma, beta, mean, var)
+        })
     }
 }
 
@@ -1424,6 +1467,17 @@ pub mod ops {
         Some((wrap(y), wrap(m), wrap(v)))
     }
 
+    /// See [`Kernels::channel_norm_eval`].
+    pub fn channel_norm_eval<B: Kernels>(
+        x: Tensor<B, 2>,
+        gamma: Tensor<B, 1>,
+        beta: Tensor<B, 1>,
+        mean: Tensor<B, 1>,
+        var: Tensor<B, 1>,
+    ) -> Tensor<B, 2> {
+        wrap(B::channel_norm_eval(unwrap(x), unwrap(gamma), unwrap(beta), unwrap(mean), unwrap(var)))
+    }
+
     /// See [`Kernels::running_stats`].
     pub fn running_stats<B: Kernels>(
         stats: Tensor<B, 2>,
@@ -1646,6 +1700,21 @@ pub mod reference {
         let (mean, var) = split(stats);
         let scale = var.add_scalar(NORM_EPS).sqrt().recip() * gamma.unsqueeze_dim(0);
         (x - mean) * scale + beta.unsqueeze_dim(0)
+    }
+
+    /// Inference-mode BatchNorm of the rows `x [N, C]` with running statistics `mean`, `var`:
+    /// Burn's `BatchNorm` formulation, op for op.
+    pub fn channel_norm_eval<B: Backend>(
+        x: Tensor<B, 2>,
+        gamma: Tensor<B, 1>,
+        beta: Tensor<B, 1>,
+        mean: Tensor<B, 1>,
+        var: Tensor<B, 1>,
+    ) -> Tensor<B, 2> {
+        let c = x.dims()[1];
+        let row = |t: Tensor<B, 1>| t.reshape([1, c]);
+        let std = row(var).add_scalar(NORM_EPS).sqrt();
+        x.sub(row(mean)).div(std).mul(row(gamma)).add(row(beta))
     }
 
     /// Running mean and variance after a batch with statistics `stats`, as Burn's `BatchNorm`.

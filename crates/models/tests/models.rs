@@ -476,6 +476,11 @@ fn channel_norm_kernel_matches_burn_batch_norm_and_updates_running_stats_the_sam
             &values(theirs.running_var.value().inner()),
             1e-5,
         );
+        // Inference with those running statistics: Burn's formulation, the same values.
+        use burn::module::AutodiffModule;
+        let (ours, theirs) = (ours.valid(), theirs.valid());
+        let rows = x.inner().reshape([b * t, c]);
+        close(&format!("{name} inference"), &values(ours.forward(rows.clone())), &values(theirs.forward(rows)), 1e-6);
     }
     // The closed-form backward used off the CPU agrees with autodiff through the tensor-op norm.
     use models::kernels::reference;
@@ -1174,6 +1179,22 @@ mod slow {
                 close(&format!("{name} fused stats"), &values(wrap2(st)), &values(stats.clone()), tol);
                 close(&format!("{name} fused running mean"), &values(wrap1(m)), &values(m_ref), tol);
                 close(&format!("{name} fused running var"), &values(wrap1(v)), &values(v_ref), tol);
+                // Inference with running statistics (a positive variance), as Burn's BatchNorm
+                // computes it; on strided rows where x is strided.
+                let var_pos = var.clone().abs().add_scalar(0.1);
+                let y = cube::channel_norm_eval(
+                    [prim2(&rows), prim1(&gamma), prim1(&beta), prim1(&mean), prim1(&var_pos)],
+                    NORM_EPS,
+                )
+                .expect("the inference norm runs on WGPU");
+                let y_ref = reference::channel_norm_eval(
+                    x2.clone(),
+                    gamma.clone(),
+                    beta.clone(),
+                    mean.clone(),
+                    var_pos.clone(),
+                );
+                close(&format!("{name} inference norm"), &values(wrap2(y)), &values(y_ref), tol);
                 // The same on `[B, T, C]` itself (rows read in place, or copied from the strided
                 // view), as the model's norm passes it: outputs of that shape, the same values.
                 let [m0, v0] = running();
@@ -1227,6 +1248,14 @@ mod slow {
                 close(&format!("{name} mixed norm dx"), &values(wrap2(gx)), &values(wrap2(gx_ref)), tol);
                 close(&format!("{name} mixed norm dgamma"), &values(wrap1(gg)), &values(wrap1(gg_ref)), 1e-5);
                 close(&format!("{name} mixed norm dbeta"), &values(wrap1(gb)), &values(wrap1(gb_ref)), 1e-5);
+                let v32 = v32.abs().add_scalar(0.1);
+                let eval = |x: &Tensor<B, 2>| {
+                    cube::channel_norm_eval([prim2(x), prim1(&g32), prim1(&b32), prim1(&m32), prim1(&v32)], NORM_EPS)
+                        .expect("the inference norm runs beside f32 parameters")
+                };
+                let (y, y_ref) = (eval(&x2), eval(&x32));
+                assert_eq!((y.dtype(), y_ref.dtype()), (x2.dtype(), F32), "{name}");
+                close(&format!("{name} mixed inference norm"), &values(wrap2(y)), &values(wrap2(y_ref)), tol);
             }
         }
         // ECA and the attention ops on the fused projection, forward and backward, against the
