@@ -3,17 +3,20 @@
 //! host time the step takes to issue. The counts depend on the code, not on the GPU, so a WGPU
 //! software adapter (llvmpipe) gives a CUDA card's counts; the step is the training loop's
 //! ([`crate::step::queue_step`]) with the settings of a step that does not log, its outcome
-//! settled after the counted steps as the loop settles once per log interval.
+//! settled after the counted steps as the loop settles once per log interval. Inference is
+//! counted too: the trained model's forward pass at batch 1 and at the bench's batch, each pass
+//! as an application runs one (inputs uploaded, logits read back).
 //!
 //! The process must have been configured to log launches ([`device::runtime::configure`] with a
 //! log file) before any device was used.
 
 use std::time::Instant;
 
-use burn::module::Module;
+use burn::module::{AutodiffModule, Module};
 use burn::prelude::Backend;
+use burn::tensor::{Bool, Tensor, TensorData};
 use device::counters::{WorkCounter, WorkCounts};
-use models::precision::Materialize;
+use models::precision::{ComputeModel, Materialize};
 use models::SignModel;
 use serde::Serialize;
 
@@ -24,7 +27,7 @@ use crate::optim::Optim;
 use crate::profile::Profiler;
 use crate::resolve::ResolvedCompute;
 use crate::step::{apply_gradients, compute_gradients, queue_step, settle, PendingOutcome, StepSettings};
-use crate::{Result, TrainBackend, TrainError};
+use crate::{InnerBackend, Result, TrainBackend, TrainError};
 
 /// Untimed steps before counting: the first compiles and tunes, the second and third may still
 /// meet kernels the first did not (the optimizer's state exists from the second step on; the
@@ -79,6 +82,32 @@ pub struct CountReport {
     pub kernels: Vec<(String, f64)>,
     /// The update's launches (of the extra step) by kernel name, most first.
     pub update_kernels: Vec<(String, u64)>,
+    /// Inference passes of the trained model at batch 1 and at the bench's batch.
+    pub inference: Vec<InferenceCount>,
+}
+
+/// The work of one inference pass: the inputs and padding mask uploaded, the forward pass in
+/// the compute precision, the logits read back (an application's `predict`).
+#[derive(Debug, Clone, Serialize)]
+pub struct InferenceCount {
+    /// Sequences per pass.
+    pub batch: usize,
+    /// Kernels launched per pass.
+    pub launches: f64,
+    /// Operations registered with Burn's fusion layer per pass, tensor drops included.
+    pub fusion_ops: f64,
+    /// Of these, tensor drops.
+    pub fusion_drops: f64,
+    /// Fusion execution plans run per pass.
+    pub fusion_plans: f64,
+    /// Host waits per pass (the logits' read is one).
+    pub host_waits: f64,
+    /// Kernels compiled in the counted passes (0 once the warm-up met every shape).
+    pub compiled_in_counted: u64,
+    /// Median host time of a pass, the read included, ms.
+    pub host_ms: f64,
+    /// Launches per pass by kernel name, most first.
+    pub kernels: Vec<(String, f64)>,
 }
 
 impl CountReport {
@@ -115,6 +144,20 @@ impl CountReport {
         );
         for (name, n) in self.kernels.iter().take(12) {
             s.push_str(&format!("  {n:>7.1}  {name}\n"));
+        }
+        for i in &self.inference {
+            s.push_str(&format!(
+                "inference, batch {}: {:.0} kernel launches, {:.0} fusion operations ({:.0} drops, {:.0} plans), \
+                 {:.0} host waits, {} compiled when counting, host time {:.1} ms per pass\n",
+                i.batch,
+                i.launches,
+                i.fusion_ops,
+                i.fusion_drops,
+                i.fusion_plans,
+                i.host_waits,
+                i.compiled_in_counted,
+                i.host_ms
+            ));
         }
         s
     }
@@ -155,7 +198,15 @@ pub fn count(
     let counted = after.clone() - warm.clone();
     // The read the loop makes once per log interval.
     let _ = settle(pending, &mut optim);
-    let (forward_backward, update) = split_step(device, model, &mut optim, &objective, &base, &batch, &read)?;
+    let (model, forward_backward, update) = split_step(device, model, &mut optim, &objective, &base, &batch, &read)?;
+    let infer = ComputeModel::new(model.valid(), precision.float_dtype());
+    let inputs = batch.inputs.inner().into_data();
+    let mut batches = vec![1, opts.batch];
+    batches.dedup();
+    let inference = batches
+        .into_iter()
+        .map(|b| count_inference(device, &infer, &inputs, b, opts, &read))
+        .collect::<Result<Vec<_>>>()?;
     let warm = warm - start;
     let n = opts.steps.max(1) as f64;
     // The syncs this function makes itself (one after the counted steps) are not the step's.
@@ -185,10 +236,64 @@ pub fn count(
         launches_update: update.launches,
         update_kernels: update.top_kernels(usize::MAX).into_iter().map(|(k, c)| (k.to_string(), c)).collect(),
         kernels: counted.top_kernels(usize::MAX).into_iter().map(|(k, c)| (k.to_string(), per(c))).collect(),
+        inference,
     })
 }
 
-/// The work of one more step, split where the update begins: (forward and backward, update).
+/// Untimed inference passes before counting (the first compiles and tunes).
+const INFER_WARM_UP: usize = 2;
+
+/// The work of `opts.steps` inference passes of `model` at batch `batch` (the first `batch`
+/// sequences of `inputs`, `[opts.batch, frames, features]` on the host, the last frame of all
+/// but the first sequence padding, as in training), after [`INFER_WARM_UP`] passes.
+fn count_inference(
+    device: &device::DispatchDevice,
+    model: &ComputeModel<InnerBackend>,
+    inputs: &TensorData,
+    batch: usize,
+    opts: &BenchOptions,
+    read: &dyn Fn() -> Result<WorkCounts>,
+) -> Result<InferenceCount> {
+    let per_sample = opts.frames * opts.features;
+    let values: Vec<f32> = inputs.iter::<f32>().take(batch * per_sample).collect();
+    let mask = crate::bench::pad_mask_host(batch, opts.frames);
+    let pass = || {
+        let x = Tensor::<InnerBackend, 3>::from_data(
+            TensorData::new(values.clone(), [batch, opts.frames, opts.features]),
+            device,
+        );
+        let m = Tensor::<InnerBackend, 2, Bool>::from_data(TensorData::new(mask.clone(), [batch, opts.frames]), device);
+        let _ = model.forward(x, m).into_data();
+    };
+    (0..INFER_WARM_UP).for_each(|_| pass());
+    device::memory::sync(device);
+    let before = read()?;
+    let mut host_ms = Vec::with_capacity(opts.steps);
+    for _ in 0..opts.steps.max(1) {
+        let t0 = Instant::now();
+        pass();
+        host_ms.push(t0.elapsed().as_secs_f64() * 1e3);
+    }
+    device::memory::sync(device);
+    let counted = read()? - before;
+    let n = opts.steps.max(1) as f64;
+    host_ms.sort_by(f64::total_cmp);
+    Ok(InferenceCount {
+        batch,
+        launches: counted.launches as f64 / n,
+        fusion_ops: counted.operations as f64 / n,
+        fusion_drops: counted.drops as f64 / n,
+        fusion_plans: counted.plans as f64 / n,
+        // The sync after the counted passes is this function's, not a pass's.
+        host_waits: counted.host_waits().saturating_sub(1) as f64 / n,
+        compiled_in_counted: counted.compilations,
+        host_ms: host_ms[host_ms.len() / 2],
+        kernels: counted.top_kernels(usize::MAX).into_iter().map(|(k, c)| (k.to_string(), c as f64 / n)).collect(),
+    })
+}
+
+/// The work of one more step, split where the update begins: (the model after it, forward and
+/// backward, update).
 fn split_step(
     device: &device::DispatchDevice,
     model: SignModel<TrainBackend>,
@@ -197,7 +302,7 @@ fn split_step(
     settings: &StepSettings,
     batch: &data::loader::SignBatch<TrainBackend>,
     read: &dyn Fn() -> Result<WorkCounts>,
-) -> Result<(WorkCounts, WorkCounts)> {
+) -> Result<(SignModel<TrainBackend>, WorkCounts, WorkCounts)> {
     let mut prof = Profiler::new(false);
     let before = read()?;
     let precast = crate::step::precast(device, &model, optim, settings);
@@ -205,10 +310,10 @@ fn split_step(
         compute_gradients(device, &model, precast, objective, settings, &[1.0], &mut prof, |_| Ok(batch.clone()))?;
     device::memory::sync(device);
     let mid = read()?;
-    let _ = apply_gradients(device, model, optim, settings, grads, &mut prof);
+    let (model, _) = apply_gradients(device, model, optim, settings, grads, &mut prof);
     device::memory::sync(device);
     let end = read()?;
-    Ok((mid.clone() - before, end - mid))
+    Ok((model, mid.clone() - before, end - mid))
 }
 
 /// What the warm-up and the counted steps left.

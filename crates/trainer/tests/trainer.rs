@@ -1051,6 +1051,10 @@ const MAX_HOST_WAITS_PER_STEP: f64 = 0.0;
 /// Operations registered with Burn's fusion layer per step (tensor drops included): each costs
 /// host time whether or not it launches, and a CUDA step is bound by the host.
 const MAX_FUSION_OPS_PER_STEP: f64 = 240.0;
+/// Launches and fusion operations of one inference pass of that model (upload, forward, the
+/// logits' read) at batch 1 and 8: it launches 28 and registers 61-63.
+const MAX_INFERENCE_LAUNCHES: f64 = 32.0;
+const MAX_INFERENCE_FUSION_OPS: f64 = 75.0;
 
 #[test]
 fn a_training_step_on_wgpu_launches_a_bounded_number_of_kernels_and_waits_a_bounded_number_of_times() {
@@ -1117,6 +1121,19 @@ fn a_training_step_on_wgpu_launches_a_bounded_number_of_kernels_and_waits_a_boun
     ];
     for kernel in ours {
         assert!(names.contains(kernel), "{kernel} not launched: {r}");
+    }
+    // Inference of the trained model at batch 1 and 8: one wait (the logits' read), nothing
+    // compiled after the warm-up, BatchNorm with running statistics as one kernel.
+    let passes = r["inference"].as_array().expect("inference counts");
+    assert_eq!(passes.iter().map(|p| p["batch"].as_u64().unwrap()).collect::<Vec<_>>(), [1, 8], "{r}");
+    for p in passes {
+        let g = |k: &str| p[k].as_f64().unwrap_or_else(|| panic!("{k} missing in {p}"));
+        assert_eq!(g("host_waits"), 1.0, "{p}");
+        assert_eq!(g("compiled_in_counted"), 0.0, "{p}");
+        assert!(g("launches") >= 10.0 && g("launches") <= MAX_INFERENCE_LAUNCHES, "{p}");
+        assert!(g("fusion_ops") >= g("launches") && g("fusion_ops") <= MAX_INFERENCE_FUSION_OPS, "{p}");
+        let names = p["kernels"].to_string();
+        assert!(names.contains("ChannelNormEvalKernel") && !names.contains("BoolCastKernel"), "{names}");
     }
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
