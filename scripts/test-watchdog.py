@@ -5,7 +5,7 @@ Usage: scripts/test-watchdog.py [--limit-s N] [--report FILE] -- cargo test --wo
 
 cargo runs the test binaries one after another; this reads its output as it comes and starts a
 section at each `Running ...` / `Doc-tests ...` line. A section that runs longer than the limit
-(default 900 s, or $SIGNFLOW_TEST_LIMIT_S) ends the whole command: the process group is killed
+(default 1500 s, or $SIGNFLOW_TEST_LIMIT_S) ends the whole command: the process group is killed
 and the binary is named, with the tests libtest reported as running for over 60 seconds. At the
 end it prints one row per section (tests passed, failed, ignored, seconds), also into --report
 when given, and exits with the command's status (124 after a stop by the watchdog).
@@ -58,7 +58,7 @@ def table(sections, now):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--limit-s", type=float, default=float(os.environ.get("SIGNFLOW_TEST_LIMIT_S", 900)))
+    parser.add_argument("--limit-s", type=float, default=float(os.environ.get("SIGNFLOW_TEST_LIMIT_S", 1500)))
     parser.add_argument("--report", help="also write the timing table (markdown) to this file")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
