@@ -191,6 +191,21 @@ fn self_test(device: &DispatchDevice, dtype: DType) -> Result<(), String> {
         }
         expect("inference channel norm", y, &want)?;
     }
+    // A conv block's middle in inference over 2 samples x 4 frames of 20 (SiLU: 20 to within
+    // 1e-7), the 3 taps of ones: conv sums 20, 40, 60, 60; the norm with mean 20 and variance
+    // 100 (gamma 1, beta 0): 0, 2, 4, 4 (up to eps).
+    let h = tensor(vec![20.0; b * t * c], [b * t, c], device, dtype);
+    let w = tensor(vec![1.0; c * k], [c, 1, k], device, dtype);
+    let want = per_frame(&|f| [0.0, 2.0, 4.0, 4.0][f]);
+    for &p in param_dtypes {
+        let per_channel = |v: f32| prim(&tensor(vec![v; c], [c], device, p));
+        let inputs = [prim(&h), prim(&w), per_channel(1.0), per_channel(0.0), per_channel(20.0), per_channel(100.0)];
+        let y = crate::conv_block_eval(inputs, t, 1e-5).ok();
+        if let Some(y) = y.as_ref().filter(|y| y.dtype() != dtype) {
+            return Err(format!("the inference conv block gave {:?} output for {dtype:?} rows", y.dtype()));
+        }
+        expect("inference conv block", y, &want)?;
+    }
 
     // Three parts gathered into 512 elements, row-major whatever their rank or strides: 1, 2 at
     // 0; the 2 x 2 matrix 3, 4 / 5, 6 at 256; the transpose of 7, 8 / 9, 10 at 300; zeros

@@ -477,6 +477,80 @@ pub(crate) fn channel_norm_eval<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, eps:
     vec![y]
 }
 
+/// A conv block's middle in inference, `y[b, t, c] = norm_c(sum_j w[c, j] * silu(h[b, t - s,
+/// c]))` with `s = K - 1 - j` (causal: frames before the start are zero) and `norm_c` the
+/// inference BatchNorm of [`channel_norm_eval_kernel`]: [`silu_kernel`], the causal
+/// [`dwconv_taps_kernel`] and the norm in one pass over `h [B, T, C]` (strided), in f32
+/// throughout (neither the SiLU nor the conv's sum is rounded to `F` in between). `w` is `[C,
+/// K]`; `y` is contiguous `[B, T, C]`.
+#[cube(launch)]
+#[allow(clippy::too_many_arguments)]
+fn conv_block_eval_kernel<F: Float, P: Float>(
+    h: &Tensor<F>,
+    w: &Tensor<F>,
+    gamma: &Tensor<P>,
+    beta: &Tensor<P>,
+    mean: &Tensor<P>,
+    var: &Tensor<P>,
+    y: &mut Tensor<F>,
+    eps: f32,
+    #[comptime] _revision: u64,
+    #[define(F, P)] _dtypes: [StorageType; 2],
+) {
+    if ABSOLUTE_POS >= y.len() {
+        terminate!();
+    }
+    let channels = y.shape(2);
+    let frames = y.shape(1);
+    let taps = w.shape(1);
+    let c = ABSOLUTE_POS % channels;
+    let t = (ABSOLUTE_POS / channels) % frames;
+    let b = ABSOLUTE_POS / (channels * frames);
+    let base = b * h.stride(0) + c * h.stride(2);
+    let mut acc = 0.0f32;
+    for j in 0..taps {
+        let shift = taps - 1 - j;
+        if t >= shift {
+            let v = f32::cast_from(h[base + (t - shift) * h.stride(1)]);
+            acc += f32::cast_from(w[c * w.stride(0) + j * w.stride(1)]) * (v * sigmoid(v));
+        }
+    }
+    let m = f32::cast_from(mean[c * mean.stride(0)]);
+    let std = f32::sqrt(f32::cast_from(var[c * var.stride(0)]) + eps);
+    let g = f32::cast_from(gamma[c * gamma.stride(0)]);
+    let bias = f32::cast_from(beta[c * beta.stride(0)]);
+    y[ABSOLUTE_POS] = F::cast_from((acc - m) / std * g + bias);
+}
+
+/// A conv block's SiLU, causal depthwise conv and inference BatchNorm in one launch: `h [B * T,
+/// C]` (`frames` = T per sample), the depthwise weight `w [C, 1, K]` in `h`'s dtype, then
+/// `gamma`, `beta` and the running `mean`, `var` (`[C]`, in the parameters' dtype); `eps` is
+/// added to the variance. The output has `h`'s shape and dtype.
+pub(crate) fn conv_block_eval<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, set: &(usize, f32)) -> Vec<CubeTensor<R>> {
+    let [h, w, gamma, beta, mean, var] = take(inputs);
+    let (frames, eps) = *set;
+    let (h, w) = (as_frames(h, frames), as_taps(w));
+    let y = empty(&h, Shape::new(dims::<R, 3>(&h)));
+    let (count, cube_dim) = elementwise(&y);
+    let dtypes = [storage(h.dtype), storage(gamma.dtype)];
+    conv_block_eval_kernel::launch::<R>(
+        &y.client,
+        count,
+        cube_dim,
+        h.into_tensor_arg(),
+        w.into_tensor_arg(),
+        gamma.into_tensor_arg(),
+        beta.into_tensor_arg(),
+        mean.into_tensor_arg(),
+        var.into_tensor_arg(),
+        y.clone().into_tensor_arg(),
+        eps,
+        REVISION,
+        dtypes,
+    );
+    vec![as_rows(y)]
+}
+
 /// Channels the ECA kernels hold per sample in shared memory at most (four f32 arrays of this
 /// many, 16 KiB: WebGPU's guaranteed shared memory per cube).
 pub(crate) const ECA_MAX_CHANNELS: usize = 1024;

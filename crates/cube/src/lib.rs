@@ -1,6 +1,7 @@
 //! SignFlow's CubeCL kernels: ops the CPU runs as host loops (`models::kernels`: the causal
 //! depthwise conv and its gradients, SiLU, BatchNorm's statistics, backward, running
-//! statistics and inference, the ECA gate, attention) and the optimizer's gradient gather, as
+//! statistics and inference, the ECA gate, attention; in inference a conv block's SiLU, conv
+//! and norm as one kernel) and the optimizer's gradient gather, as
 //! one kernel launch each (and the optimizer's parameter views, as none) on Burn's CubeCL
 //! backends (CUDA and WGPU) instead of the chains of tensor ops their reference formulations
 //! take (padding, `cat`, transposes, separate reductions, one slice write per tensor).
@@ -163,11 +164,8 @@ pub fn channel_stats(x: DispatchTensor) -> Ran<DispatchTensor, 1> {
 /// `var` (`[C]`) after the batch, `running * (1 - momentum) + batch * momentum`. Takes `[x,
 /// gamma, beta, mean, var]`; returns `[y, stats, new_mean, new_var]`.
 pub fn channel_norm_train(inputs: [DispatchTensor; 5], eps: f64, momentum: f64) -> Ran<[DispatchTensor; 4], 5> {
-    let Some(c) = channels(&inputs[0]) else { return Err(inputs) };
-    let [x, params @ ..] = &inputs;
-    let per_channel = params.iter().all(|t| t.shape().num_dims() == 1 && t.shape()[0] == c);
-    let dtypes: Vec<DType> = params.iter().map(|t| t.dtype()).collect();
-    let Some(p) = norm_param_dtype(x.dtype(), &dtypes).filter(|_| per_channel) else { return Err(inputs) };
+    let Some((c, p)) = norm_inputs(&inputs) else { return Err(inputs) };
+    let x = &inputs[0];
     let outputs = vec![(x.shape(), x.dtype()), (Shape::new([2, c]), p), (Shape::new([c]), p), (Shape::new([c]), p)];
     let set = kernels::NormSettings { eps: eps as f32, weights: [(1.0 - momentum) as f32, momentum as f32] };
     let launch = Launchers::of(kernels::channel_norm_train, kernels::channel_norm_train);
@@ -181,13 +179,10 @@ pub fn channel_norm_train(inputs: [DispatchTensor; 5], eps: f64, momentum: f64) 
 /// sqrt(var + eps) * gamma + beta`. Takes `[x, gamma, beta, mean, var]` (`[C]` each; f32 beside
 /// half-precision `x`, as [`channel_norm_train`]).
 pub fn channel_norm_eval(inputs: [DispatchTensor; 5], eps: f64) -> Ran<DispatchTensor, 5> {
-    let Some(c) = channels(&inputs[0]) else { return Err(inputs) };
-    let [x, params @ ..] = &inputs;
-    let per_channel = params.iter().all(|t| t.shape().num_dims() == 1 && t.shape()[0] == c);
-    let dtypes: Vec<DType> = params.iter().map(|t| t.dtype()).collect();
-    if norm_param_dtype(x.dtype(), &dtypes).filter(|_| per_channel).is_none() {
+    if norm_inputs(&inputs).is_none() {
         return Err(inputs);
     }
+    let x = &inputs[0];
     let outputs = vec![(x.shape(), x.dtype())];
     let launch = Launchers::of(kernels::channel_norm_eval, kernels::channel_norm_eval);
     let op = Op { name: "channel_norm_eval", bindings: 6, shared: 0, launch };
@@ -195,6 +190,43 @@ pub fn channel_norm_eval(inputs: [DispatchTensor; 5], eps: f64) -> Ran<DispatchT
         let [y] = exactly(y);
         y
     })
+}
+
+/// A conv block's middle in inference: SiLU of `h [B * T, C]` (each sample's `frames`
+/// consecutive rows), the causal depthwise convolution with `w [C, 1, K]` ([`causal_dwconv`])
+/// and BatchNorm with its running statistics ([`channel_norm_eval`]), in one launch and one
+/// operation of Burn's fusion stream where the three ops take three of each, and neither
+/// intermediate is written to memory (nor rounded: the kernel works in f32). Takes `[h, w,
+/// gamma, beta, mean, var]`: `w` in `h`'s dtype, the norm's four `[C]` vectors in it or in f32
+/// beside half-precision `h`.
+pub fn conv_block_eval(inputs: [DispatchTensor; 6], frames: usize, eps: f64) -> Ran<DispatchTensor, 6> {
+    let [h, w, params @ ..] = &inputs;
+    if !dwconv_shapes(h, w, frames) || w.dtype() != h.dtype() || norm_params(h, params).is_none() {
+        return Err(inputs);
+    }
+    let outputs = vec![(h.shape(), h.dtype())];
+    let launch = Launchers::of(kernels::conv_block_eval, kernels::conv_block_eval);
+    let op = Op { name: "conv_block_eval", bindings: 7, shared: 0, launch };
+    op.run_typed(inputs, outputs, (frames, eps as f32)).map(|y| {
+        let [y] = exactly(y);
+        y
+    })
+}
+
+/// The channel count `C` and parameter dtype of BatchNorm's inputs `[x [.., C], four [C]
+/// parameter or statistic vectors]`, or `None` when they do not fit the kernels.
+fn norm_inputs(inputs: &[DispatchTensor; 5]) -> Option<(usize, DType)> {
+    let [x, params @ ..] = inputs;
+    norm_params(x, params)
+}
+
+/// The channel count `C` of `x [.., C]` and the dtype of BatchNorm's `params` (`[C]` each)
+/// beside it ([`norm_param_dtype`]), or `None` when they do not fit the kernels.
+fn norm_params(x: &DispatchTensor, params: &[DispatchTensor]) -> Option<(usize, DType)> {
+    let c = channels(x)?;
+    let per_channel = params.iter().all(|t| t.shape().num_dims() == 1 && t.shape()[0] == c);
+    let dtypes: Vec<DType> = params.iter().map(|t| t.dtype()).collect();
+    norm_param_dtype(x.dtype(), &dtypes).filter(|_| per_channel).map(|p| (c, p))
 }
 
 /// The dtype of BatchNorm's parameters and statistics (of dtypes `params`) beside activations

@@ -232,16 +232,8 @@ impl<B: Kernels> ChannelNorm<B> {
         if self.bn.epsilon != crate::kernels::NORM_EPS {
             return back(self.bn.forward(to_f32(x)));
         }
-        if !B::ad_enabled(&device) {
-            let (mean, var) = (self.bn.running_mean.value(), self.bn.running_var.value());
-            let (gamma, beta) = (self.bn.gamma.val(), self.bn.beta.val());
-            return crate::kernels::ops::channel_norm_eval(
-                x,
-                gamma,
-                beta,
-                mean.to_device(&device),
-                var.to_device(&device),
-            );
+        if let Some([gamma, beta, mean, var]) = self.inference(&device) {
+            return crate::kernels::ops::channel_norm_eval(x, gamma, beta, mean, var);
         }
         let running_mean = self.bn.running_mean.value_sync().to_device(&device);
         let running_var = self.bn.running_var.value_sync().to_device(&device);
@@ -256,6 +248,19 @@ impl<B: Kernels> ChannelNorm<B> {
         self.bn.running_mean.update(mean.detach());
         self.bn.running_var.update(var.detach());
         y
+    }
+}
+
+impl<B: Backend> ChannelNorm<B> {
+    /// In inference (no autodiff on `device`) and with the kernels' epsilon, the norm's
+    /// `[gamma, beta, running mean, running variance]` on `device`, for an op that applies it
+    /// inside its own pass; `None` where [`ChannelNorm::forward`] must run it.
+    pub fn inference(&self, device: &B::Device) -> Option<[Tensor<B, 1>; 4]> {
+        if B::ad_enabled(device) || self.bn.epsilon != crate::kernels::NORM_EPS {
+            return None;
+        }
+        let (mean, var) = (self.bn.running_mean.value(), self.bn.running_var.value());
+        Some([self.bn.gamma.val(), self.bn.beta.val(), mean.to_device(device), var.to_device(device)])
     }
 }
 

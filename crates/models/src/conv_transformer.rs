@@ -91,9 +91,12 @@ impl<B: Kernels> ConvBlock<B> {
     /// # Shapes
     /// - x: `[batch * time, dim]` (each sample's frames as consecutive rows) -> same
     pub fn forward(&self, x: Tensor<B, 2>, mask: &FrameMask<B>, drops: &DropDraw<B>) -> Tensor<B, 2> {
-        let h = crate::kernels::ops::silu(linear(&self.expand, x.clone()));
-        let h = self.dwconv.forward(h, mask.frames());
-        let h = self.norm.forward(h);
+        let h = linear(&self.expand, x.clone());
+        let h = match self.norm.inference(&h.device()) {
+            // SiLU, the conv and the norm as one op (one kernel on a GPU).
+            Some(norm) => crate::kernels::ops::conv_block_eval(h, self.dwconv.conv.weight.val(), mask.frames(), norm),
+            None => self.norm.forward(self.dwconv.forward(crate::kernels::ops::silu(h), mask.frames())),
+        };
         let h = self.eca.forward(h, mask);
         let h = linear(&self.project, h);
         x + self.drop_path.forward_with(h, drops)

@@ -423,6 +423,22 @@ pub trait Kernels: Backend {
     ) -> FloatTensor<Self> {
         portable::channel_norm_eval::<Self>(x, gamma, beta, mean, var)
     }
+
+    /// A conv block's middle in inference: [`Kernels::silu`] of `h`, [`Kernels::causal_dwconv`]
+    /// with `w` and [`Kernels::channel_norm_eval`] with `norm` (`[gamma, beta, mean, var]`), as
+    /// one op; a GPU backend runs it as one kernel that writes neither intermediate (in f32
+    /// throughout, so half-precision results round once where the three ops round three times).
+    ///
+    /// # Shapes
+    /// - h: `[batch * frames, channels]`, w: `[channels, 1, kernel]`, norm: `[channels]` each -> like h
+    fn conv_block_eval(
+        h: FloatTensor<Self>,
+        w: FloatTensor<Self>,
+        frames: usize,
+        norm: [FloatTensor<Self>; 4],
+    ) -> FloatTensor<Self> {
+        portable::conv_block_eval::<Self>(h, w, frames, norm)
+    }
 }
 
 /// The default bodies of the [`Kernels`] ops that a backend may replace with its own kernels
@@ -628,6 +644,17 @@ mod portable {
         let x = if dtype == param { x } else { x.cast(burn::tensor::FloatDType::from(param)) };
         let y = reference::channel_norm_eval(x, wrap(gamma), wrap(beta), wrap(mean), wrap(var));
         unwrap(if dtype == param { y } else { y.cast(burn::tensor::FloatDType::from(dtype)) })
+    }
+
+    /// The backend's own three ops in turn.
+    pub(super) fn conv_block_eval<B: Kernels>(
+        h: FloatTensor<B>,
+        w: FloatTensor<B>,
+        frames: usize,
+        norm: [FloatTensor<B>; 4],
+    ) -> FloatTensor<B> {
+        let [gamma, beta, mean, var] = norm;
+        B::channel_norm_eval(B::causal_dwconv(B::silu::<2>(h), w, frames), gamma, beta, mean, var)
     }
 }
 
@@ -924,6 +951,18 @@ impl Kernels for burn::Dispatch {
         cube::channel_norm_eval([x, gamma, beta, mean, var], NORM_EPS).unwrap_or_else(|[x, gamma, beta, mean, var]| {
             portable::channel_norm_eval::<Self>(x, gamma, beta, mean, var)
         })
+    }
+
+    fn conv_block_eval(
+        h: FloatTensor<Self>,
+        w: FloatTensor<Self>,
+        frames: usize,
+        norm: [FloatTensor<Self>; 4],
+    ) -> FloatTensor<Self> {
+        let [gamma, beta, mean, var] = norm;
+        cube::conv_block_eval([h, w, gamma, beta, mean, var], frames, NORM_EPS).unwrap_or_else(
+            |[h, w, gamma, beta, mean, var]| portable::conv_block_eval::<Self>(h, w, frames, [gamma, beta, mean, var]),
+        )
     }
 }
 
@@ -1476,6 +1515,16 @@ pub mod ops {
         var: Tensor<B, 1>,
     ) -> Tensor<B, 2> {
         wrap(B::channel_norm_eval(unwrap(x), unwrap(gamma), unwrap(beta), unwrap(mean), unwrap(var)))
+    }
+
+    /// See [`Kernels::conv_block_eval`].
+    pub fn conv_block_eval<B: Kernels>(
+        h: Tensor<B, 2>,
+        w: Tensor<B, 3>,
+        frames: usize,
+        norm: [Tensor<B, 1>; 4],
+    ) -> Tensor<B, 2> {
+        wrap(B::conv_block_eval(unwrap(h), unwrap(w), frames, norm.map(unwrap)))
     }
 
     /// See [`Kernels::running_stats`].

@@ -1086,7 +1086,8 @@ mod slow {
 
     /// The `cube` crate's kernels on WGPU equal the reference tensor ops on the same device:
     /// values and gradients of the causal depthwise conv, the BatchNorm statistics, backward and
-    /// running statistics (on rows and on `[B, T, C]` itself), and the optimizer's parameter
+    /// running statistics (on rows and on `[B, T, C]` itself), BatchNorm in inference alone and
+    /// with a conv block's SiLU and conv (`conv_block_eval`), and the optimizer's parameter
     /// views, on contiguous and strided (transposed) inputs, channel counts that do not fill a
     /// cube, sequences shorter than the kernel, in f32 and (where the adapter has it) f16. Each
     /// entry point is asserted to run (not fall back) on the device.
@@ -1195,6 +1196,24 @@ mod slow {
                     var_pos.clone(),
                 );
                 close(&format!("{name} inference norm"), &values(wrap2(y)), &values(y_ref), tol);
+                // A conv block's SiLU, conv and inference norm in one kernel (on strided rows
+                // where x is strided), against the reference ops in f32 on the same inputs.
+                let to32 = |t: &Tensor<B, 1>| t.clone().cast(FloatDType::F32);
+                let block_ref = |x: Tensor<B, 3>, norm: [Tensor<B, 1>; 4]| {
+                    let s = reference::silu(x.cast(FloatDType::F32));
+                    let conv = reference::causal_dwconv(s, w.clone().cast(FloatDType::F32)).reshape([b * t, c]);
+                    let [g, be, m, v] = norm.map(|p| p.cast(FloatDType::F32));
+                    values(reference::channel_norm_eval(conv, g, be, m, v))
+                };
+                let norm = [&gamma, &beta, &mean, &var_pos];
+                let y = cube::conv_block_eval(
+                    [prim2(&rows), prim(&w3), prim1(norm[0]), prim1(norm[1]), prim1(norm[2]), prim1(norm[3])],
+                    t,
+                    NORM_EPS,
+                )
+                .expect("the inference conv block runs on WGPU");
+                let want = block_ref(x.clone(), norm.map(to32));
+                close(&format!("{name} inference conv block"), &values(wrap2(y)), &want, tol);
                 // The same on `[B, T, C]` itself (rows read in place, or copied from the strided
                 // view), as the model's norm passes it: outputs of that shape, the same values.
                 let [m0, v0] = running();
@@ -1256,6 +1275,15 @@ mod slow {
                 let (y, y_ref) = (eval(&x2), eval(&x32));
                 assert_eq!((y.dtype(), y_ref.dtype()), (x2.dtype(), F32), "{name}");
                 close(&format!("{name} mixed inference norm"), &values(wrap2(y)), &values(wrap2(y_ref)), tol);
+                let y = cube::conv_block_eval(
+                    [prim2(&x2), prim(&w3), prim1(&g32), prim1(&b32), prim1(&m32), prim1(&v32)],
+                    t,
+                    NORM_EPS,
+                )
+                .expect("the inference conv block runs beside f32 parameters");
+                assert_eq!(y.dtype(), x2.dtype(), "{name}");
+                let want = block_ref(x.clone(), [g32.clone(), b32.clone(), m32.clone(), v32.clone()]);
+                close(&format!("{name} mixed inference conv block"), &values(wrap2(y)), &want, tol);
             }
         }
         // ECA and the attention ops on the fused projection, forward and backward, against the
