@@ -66,8 +66,22 @@ fn dwconv_taps_kernel<F: Float>(
     if ABSOLUTE_POS >= out.len() {
         terminate!();
     }
-    let channels = out.shape(2);
-    let frames = out.shape(1);
+    out[ABSOLUTE_POS] = F::cast_from(dwconv_taps::<F>(input, w, out.shape(1), out.shape(2), anti_causal, false));
+}
+
+/// The depthwise conv's tap sum at output element `ABSOLUTE_POS` of a contiguous `[B, T, C]`
+/// output with `frames` = T and `channels` = C, over `input [B, T, C]` (strided) and `w [C, K]`,
+/// in f32: causal or anti-causal as in [`dwconv_taps_kernel`]; with `silu`, the causal sum
+/// takes each input through SiLU first (a conv block's inference).
+#[cube]
+fn dwconv_taps<F: Float>(
+    input: &Tensor<F>,
+    w: &Tensor<F>,
+    frames: usize,
+    channels: usize,
+    #[comptime] anti_causal: bool,
+    #[comptime] silu: bool,
+) -> f32 {
     let taps = w.shape(1);
     let c = ABSOLUTE_POS % channels;
     let t = (ABSOLUTE_POS / channels) % frames;
@@ -82,10 +96,14 @@ fn dwconv_taps_kernel<F: Float>(
                 acc += wv * f32::cast_from(input[base + (t + shift) * input.stride(1)]);
             }
         } else if t >= shift {
-            acc += wv * f32::cast_from(input[base + (t - shift) * input.stride(1)]);
+            let mut v = f32::cast_from(input[base + (t - shift) * input.stride(1)]);
+            if silu {
+                v *= sigmoid(v);
+            }
+            acc += wv * v;
         }
     }
-    out[ABSOLUTE_POS] = F::cast_from(acc);
+    acc
 }
 
 /// This unit's place in a per-channel reduction cube: its channel, its row lane and its column
@@ -444,11 +462,26 @@ fn channel_norm_eval_kernel<F: Float, P: Float>(
     let r = ABSOLUTE_POS / channels;
     let c = ABSOLUTE_POS % channels;
     let xv = f32::cast_from(x[r * x.stride(0) + c * x.stride(1)]);
+    y[ABSOLUTE_POS] = F::cast_from(norm_eval::<P>(xv, c, gamma, beta, mean, var, eps));
+}
+
+/// Inference BatchNorm of the value `v` of channel `c`, in f32: `(v - mean) / sqrt(var + eps) *
+/// gamma + beta`, Burn's order of operations.
+#[cube]
+fn norm_eval<P: Float>(
+    v: f32,
+    c: usize,
+    gamma: &Tensor<P>,
+    beta: &Tensor<P>,
+    mean: &Tensor<P>,
+    var: &Tensor<P>,
+    eps: f32,
+) -> f32 {
     let m = f32::cast_from(mean[c * mean.stride(0)]);
     let std = f32::sqrt(f32::cast_from(var[c * var.stride(0)]) + eps);
     let g = f32::cast_from(gamma[c * gamma.stride(0)]);
     let b = f32::cast_from(beta[c * beta.stride(0)]);
-    y[ABSOLUTE_POS] = F::cast_from((xv - m) / std * g + b);
+    (v - m) / std * g + b
 }
 
 /// Inference-mode BatchNorm of `x [.., C]` (its leading axes are the rows) with `gamma`, `beta`
@@ -501,25 +534,8 @@ fn conv_block_eval_kernel<F: Float, P: Float>(
         terminate!();
     }
     let channels = y.shape(2);
-    let frames = y.shape(1);
-    let taps = w.shape(1);
-    let c = ABSOLUTE_POS % channels;
-    let t = (ABSOLUTE_POS / channels) % frames;
-    let b = ABSOLUTE_POS / (channels * frames);
-    let base = b * h.stride(0) + c * h.stride(2);
-    let mut acc = 0.0f32;
-    for j in 0..taps {
-        let shift = taps - 1 - j;
-        if t >= shift {
-            let v = f32::cast_from(h[base + (t - shift) * h.stride(1)]);
-            acc += f32::cast_from(w[c * w.stride(0) + j * w.stride(1)]) * (v * sigmoid(v));
-        }
-    }
-    let m = f32::cast_from(mean[c * mean.stride(0)]);
-    let std = f32::sqrt(f32::cast_from(var[c * var.stride(0)]) + eps);
-    let g = f32::cast_from(gamma[c * gamma.stride(0)]);
-    let bias = f32::cast_from(beta[c * beta.stride(0)]);
-    y[ABSOLUTE_POS] = F::cast_from((acc - m) / std * g + bias);
+    let acc = dwconv_taps::<F>(h, w, y.shape(1), channels, false, true);
+    y[ABSOLUTE_POS] = F::cast_from(norm_eval::<P>(acc, ABSOLUTE_POS % channels, gamma, beta, mean, var, eps));
 }
 
 /// A conv block's SiLU, causal depthwise conv and inference BatchNorm in one launch: `h [B * T,

@@ -164,8 +164,8 @@ pub fn channel_stats(x: DispatchTensor) -> Ran<DispatchTensor, 1> {
 /// `var` (`[C]`) after the batch, `running * (1 - momentum) + batch * momentum`. Takes `[x,
 /// gamma, beta, mean, var]`; returns `[y, stats, new_mean, new_var]`.
 pub fn channel_norm_train(inputs: [DispatchTensor; 5], eps: f64, momentum: f64) -> Ran<[DispatchTensor; 4], 5> {
-    let Some((c, p)) = norm_inputs(&inputs) else { return Err(inputs) };
-    let x = &inputs[0];
+    let [x, params @ ..] = &inputs;
+    let Some((c, p)) = norm_params(x, params) else { return Err(inputs) };
     let outputs = vec![(x.shape(), x.dtype()), (Shape::new([2, c]), p), (Shape::new([c]), p), (Shape::new([c]), p)];
     let set = kernels::NormSettings { eps: eps as f32, weights: [(1.0 - momentum) as f32, momentum as f32] };
     let launch = Launchers::of(kernels::channel_norm_train, kernels::channel_norm_train);
@@ -179,10 +179,10 @@ pub fn channel_norm_train(inputs: [DispatchTensor; 5], eps: f64, momentum: f64) 
 /// sqrt(var + eps) * gamma + beta`. Takes `[x, gamma, beta, mean, var]` (`[C]` each; f32 beside
 /// half-precision `x`, as [`channel_norm_train`]).
 pub fn channel_norm_eval(inputs: [DispatchTensor; 5], eps: f64) -> Ran<DispatchTensor, 5> {
-    if norm_inputs(&inputs).is_none() {
+    let [x, params @ ..] = &inputs;
+    if norm_params(x, params).is_none() {
         return Err(inputs);
     }
-    let x = &inputs[0];
     let outputs = vec![(x.shape(), x.dtype())];
     let launch = Launchers::of(kernels::channel_norm_eval, kernels::channel_norm_eval);
     let op = Op { name: "channel_norm_eval", bindings: 6, shared: 0, launch };
@@ -211,13 +211,6 @@ pub fn conv_block_eval(inputs: [DispatchTensor; 6], frames: usize, eps: f64) -> 
         let [y] = exactly(y);
         y
     })
-}
-
-/// The channel count `C` and parameter dtype of BatchNorm's inputs `[x [.., C], four [C]
-/// parameter or statistic vectors]`, or `None` when they do not fit the kernels.
-fn norm_inputs(inputs: &[DispatchTensor; 5]) -> Option<(usize, DType)> {
-    let [x, params @ ..] = inputs;
-    norm_params(x, params)
 }
 
 /// The channel count `C` of `x [.., C]` and the dtype of BatchNorm's `params` (`[C]` each)
