@@ -10,6 +10,7 @@ use burn::tensor::{DType, Shape};
 use burn_cubecl::ops::numeric::empty_device_contiguous_dtype;
 use burn_cubecl::tensor::CubeTensor;
 use burn_cubecl::CubeRuntime;
+use burn_dispatch::cube_ops::CubeFloatOps;
 use cubecl::prelude::*;
 use cubecl::{calculate_cube_count_elemwise, CubeCount, CubeDim};
 
@@ -1361,21 +1362,22 @@ pub(crate) fn views<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, windows: &Vec<Wi
 /// The gradients of a dense layer `x [n, k] @ w [k, m] + b` the op was asked for (`wanted`, in
 /// the order `x`, `w`, `b`) from `[x, w, grad]`: `grad @ w^T`, `x^T @ grad` and `grad`'s column
 /// sums, through Burn's own CubeCL matmul (autotuned) and reduction, the transposes as stride
-/// swaps. Burn's tensor ops queue the same launches as six operations of its fusion stream.
-pub(crate) fn dense_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, wanted: &[bool; 3]) -> Vec<CubeTensor<R>> {
+/// swaps. Burn's tensor ops queue the same launches as six operations of its fusion stream. The
+/// product and the sum are the dispatcher's (`CubeFloatOps`): compiled there, not here again.
+pub(crate) fn dense_backward<R: CubeFloatOps>(inputs: Vec<CubeTensor<R>>, wanted: &[bool; 3]) -> Vec<CubeTensor<R>> {
     use burn::tensor::ops::FloatTensorOps;
-    type Ops<R> = burn_cubecl::CubeBackend<R, f32, i32, u8>;
+    let swap = |t, a, b| burn_cubecl::CubeBackend::<R, f32, i32, u8>::float_swap_dims(t, a, b);
     let [x, w, grad] = take(inputs);
     let mut out = Vec::with_capacity(3);
     if wanted[0] {
-        out.push(Ops::<R>::float_matmul(grad.clone(), Ops::<R>::float_swap_dims(w, 0, 1)));
+        out.push(R::float_matmul(grad.clone(), swap(w, 0, 1)));
     }
     if wanted[1] {
-        out.push(Ops::<R>::float_matmul(Ops::<R>::float_swap_dims(x, 0, 1), grad.clone()));
+        out.push(R::float_matmul(swap(x, 0, 1), grad.clone()));
     }
     if wanted[2] {
         let m = grad.meta.shape()[1];
-        out.push(Ops::<R>::float_reshape(Ops::<R>::float_sum_dim(grad, 0), Shape::new([m])));
+        out.push(burn_cubecl::ops::reshape(R::float_sum_dim(grad, 0), Shape::new([m])));
     }
     out
 }

@@ -56,6 +56,8 @@ mod macros;
 
 mod backend;
 pub mod counters; // SignFlow patch
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
+pub mod cube_ops; // SignFlow patch
 mod device;
 mod ops;
 mod read; // SignFlow patch
