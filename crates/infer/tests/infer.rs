@@ -64,11 +64,12 @@ fn trained() -> &'static Trained {
     })
 }
 
-/// `Predictor::load` in the process's turn: loading builds a model first, which draws from
-/// Burn's process-global RNG, and a training run of another test (the shared trained models)
-/// must not see those draws, or its model changes from run to run.
+/// `Predictor::load` in the process's turn on its device's generator: loading builds a model
+/// first, which draws from Burn's process-wide generator of that backend, and a training run of
+/// another test (the shared trained models) must not see those draws, or its model changes from
+/// run to run.
 fn load_predictor(dir: &Path, opts: &PredictorOptions) -> infer::Result<Predictor> {
-    let _turn = trainer::run_lock();
+    let _turn = trainer::turn(trainer::Streams::of_spec(&opts.device));
     Predictor::load(dir, opts)
 }
 
@@ -87,7 +88,7 @@ fn load_model(
     dir: &Path,
     dev: &device::DispatchDevice,
 ) -> infer::Result<(bundle::ModelCard, infer::held::Held<models::SignModel<device::Backend>>)> {
-    let _turn = trainer::run_lock();
+    let _turn = trainer::turn(trainer::Streams::of_device(dev));
     infer::interop::load_model(dir, dev)
 }
 

@@ -339,6 +339,7 @@ pub fn time_train_steps(cfg: &ExperimentConfig, compute: &ResolvedCompute, opts:
 /// Run the benchmark of `opts`'s shape on the device and precision `compute` resolved for `cfg`.
 pub fn bench(cfg: &ExperimentConfig, compute: &ResolvedCompute, opts: &BenchOptions) -> Result<BenchReport> {
     opts.check()?;
+    // Every generator's turn, not only the device's: a run beside it would share the cores it times.
     let _guard = crate::lock::run_lock();
     let device = compute.device();
     let precision = compute.precision.precision;

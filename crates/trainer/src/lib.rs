@@ -69,7 +69,7 @@ pub mod workcount;
 
 pub use config::{ConfigBuilder, ConfigError, ExperimentConfig};
 pub use error::TrainError;
-pub use lock::run_lock;
+pub use lock::{run_lock, turn, Streams};
 pub use run::{run, RunOptions, RunOutcome};
 
 /// The training backend (autodiff over the run-time dispatch backend).

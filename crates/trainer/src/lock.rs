@@ -1,7 +1,7 @@
-//! Locks: the process's turn ([`run_lock`]: runs in one process take turns) and the run
-//! directory's lock ([`RunLock`]): one trainer writes a run at a time. `run.lock` is held with an
-//! advisory file lock (flock) for the life of the run and names its owner (pid and host, for
-//! messages only). The lock alone decides: a pid equal to ours proves nothing (another PID
+//! Locks: the process's turns on Burn's random generators ([`turn`]: runs in one process that
+//! draw from one generator take turns) and the run directory's lock ([`RunLock`]): one trainer
+//! writes a run at a time. `run.lock` is held with an advisory file lock (flock) for the life of
+//! the run and names its owner (pid and host, for messages only). The lock alone decides: a pid equal to ours proves nothing (another PID
 //! namespace, another host on a shared disk), so whether this process holds a run's lock is
 //! kept in this process. The OS releases the lock when the owner dies, so a lock left by a
 //! killed trainer is stale and taken over.
@@ -9,18 +9,83 @@
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
-/// Burn's backend RNG (model init, dropout) is process-global, so two runs at once in one
-/// process would draw from one stream and neither would be reproducible. Runs (and batch-size
-/// searches) in a process take turns.
-static RUN_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// Burn's random generators are process-wide, one per backend crate: Flex's for the CPU and
+/// cubecl's for WGPU and CUDA together. Two runs drawing from one generator at once would
+/// interleave their draws and neither would be reproducible, so work in a process takes turns
+/// on the generators its devices draw from: a run on the CPU and a run on a GPU go side by side,
+/// two runs on one kind of device one after the other.
+static HOST_STREAM: Mutex<()> = Mutex::new(());
+static CUBE_STREAM: Mutex<()> = Mutex::new(());
 
-/// Take the turn that [`run`] takes. Code that draws from Burn's global RNG (building a model,
-/// loading a bundle, which builds one first) in a process where runs may be going on holds it,
-/// so those runs stay reproducible. Not reentrant: do not call [`run`] while holding it.
-pub fn run_lock() -> std::sync::MutexGuard<'static, ()> {
-    RUN_LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+/// Which of Burn's process-wide random generators a piece of work draws from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Streams {
+    /// The CPU backend's (Flex).
+    pub host: bool,
+    /// The CubeCL backends' (WGPU and CUDA share it).
+    pub cube: bool,
+}
+
+impl Streams {
+    /// Both: work whose devices are not known yet, or that must not run beside any other.
+    pub const ALL: Streams = Streams { host: true, cube: true };
+    /// The CPU backend's.
+    pub const HOST: Streams = Streams { host: true, cube: false };
+    /// The CubeCL backends'.
+    pub const CUBE: Streams = Streams { host: false, cube: true };
+
+    /// The generator of the device a spec names; `auto` may pick either (and `choose =
+    /// "fastest"` times both).
+    pub fn of_spec(spec: &device::DeviceSpec) -> Self {
+        match spec {
+            device::DeviceSpec::Cpu => Self::HOST,
+            device::DeviceSpec::Cuda(_) | device::DeviceSpec::Wgpu(_) => Self::CUBE,
+            device::DeviceSpec::Auto => Self::ALL,
+        }
+    }
+
+    /// The generator a device draws from.
+    pub fn of_device(device: &device::DispatchDevice) -> Self {
+        if crate::on_gpu(device) {
+            Self::CUBE
+        } else {
+            Self::HOST
+        }
+    }
+
+    /// What a run of `cfg` draws from. A data-parallel group takes both: its peers may be of
+    /// either kind, and Burn's collective keeps one registry per process.
+    pub fn of_run(cfg: &crate::ExperimentConfig) -> Self {
+        match cfg.distributed.devices.is_empty() && cfg.distributed.nodes <= 1 {
+            true => Self::of_spec(&cfg.device.device),
+            false => Self::ALL,
+        }
+    }
+}
+
+/// A held turn ([`turn`]); the generators are free again when it drops.
+#[derive(Debug)]
+pub struct Turn {
+    _host: Option<MutexGuard<'static, ()>>,
+    _cube: Option<MutexGuard<'static, ()>>,
+}
+
+/// Wait for the turn on `streams`. Taken in one order (the CPU's, then cubecl's), so two turns
+/// never wait on each other. Not reentrant: do not call [`crate::run`] while holding one.
+pub fn turn(streams: Streams) -> Turn {
+    let take = |lock: &'static Mutex<()>| lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let host = streams.host.then(|| take(&HOST_STREAM));
+    Turn { _host: host, _cube: streams.cube.then(|| take(&CUBE_STREAM)) }
+}
+
+/// The turn on every generator: what [`crate::run`] takes when its devices are not known
+/// ahead. Code that draws from Burn's generators (building a model, loading a bundle, which
+/// builds one first) in a process where runs may be going on holds it (or the [`turn`] of its
+/// device), so those runs stay reproducible.
+pub fn run_lock() -> Turn {
+    turn(Streams::ALL)
 }
 
 /// The lock files this process holds (canonical paths).

@@ -49,13 +49,15 @@ pub struct RunOutcome {
     pub summary: Option<Summary>,
 }
 
-/// Train one experiment end to end (or resume one). Runs in one process are serialized.
+/// Train one experiment end to end (or resume one). Runs in one process that draw from one of
+/// Burn's random generators take turns ([`crate::lock::turn`]): a CPU run and a GPU run go side
+/// by side.
 ///
 /// A step that dies of a device fault (out of memory, device lost: panics in Burn 0.21) is
 /// continued from the run's last checkpoint with half the micro-batch and twice the
 /// accumulation, up to `recovery.max_device_faults` times; other panics are bugs and propagate.
 pub fn run(cfg: ExperimentConfig, opts: RunOptions) -> Result<RunOutcome> {
-    let _turn = crate::lock::run_lock();
+    let _turn = crate::lock::turn(crate::lock::Streams::of_run(&cfg));
     let wall = Instant::now();
     cfg.validate().map_err(|(key, message)| crate::ConfigError {
         origin: crate::config::Origin { source: "config".into(), line: None },

@@ -88,7 +88,7 @@ impl TuneReport {
 
 /// `trainer tune-batch`: resolve device, precision and data as a run would, then search.
 pub fn tune_batch(cfg: &ExperimentConfig, faults: &Faults) -> Result<TuneReport> {
-    let _turn = crate::lock::run_lock();
+    let _turn = crate::lock::turn(crate::lock::Streams::of_run(cfg));
     let compute = ResolvedCompute::resolve(cfg)?;
     let input = ResolvedData::resolve(cfg, false)?;
     search(cfg, &compute, &input, faults)

@@ -178,7 +178,8 @@ pub fn count(
         ));
     }
     opts.check()?;
-    // The model's init is seeded from Burn's process-wide generator.
+    // The model's init is seeded from Burn's process-wide generator, and the counts are the
+    // process's: nothing else may run meanwhile.
     let _guard = crate::lock::run_lock();
     let device = compute.device();
     let precision = compute.precision.precision;

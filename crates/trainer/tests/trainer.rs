@@ -38,9 +38,9 @@ fn smoke(tmp: &Path, sets: &[&str]) -> ExperimentConfig {
 }
 
 fn exported_weights(run_dir: &Path) -> Vec<f32> {
-    // Loading builds a model first, which draws from Burn's process-global RNG: not while
-    // another test's run is drawing from it.
-    let _turn = trainer::run_lock();
+    // Loading builds a model first, which draws from the CPU backend's process-wide generator:
+    // not while another test's CPU run is drawing from it.
+    let _turn = trainer::turn(trainer::Streams::HOST);
     let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
     let (_, model) = bundle::load_bundle::<device::Backend>(&run_dir.join("model"), &dev).unwrap();
     bundle::weights::flat_weights(&model)
@@ -594,7 +594,7 @@ fn a_full_disk_corrupt_checkpoints_and_a_second_trainer_lose_nothing() {
     let full = std::fs::read(&mpk).unwrap();
     std::fs::write(&mpk, &full[..full.len() * 2 / 3]).unwrap();
     let load = |d: &Path| {
-        let _turn = trainer::run_lock();
+        let _turn = trainer::turn(trainer::Streams::HOST);
         bundle::load_bundle::<device::Backend>(d, &dev).map(|_| ()).unwrap_err().to_string()
     };
     let e = load(&bundle_dir);
@@ -1016,7 +1016,7 @@ fn bench_times_every_phase_of_the_configured_model() {
     assert_eq!((r.batch, r.frames, r.features, r.classes), (4, 8, 10, 3));
     assert_eq!(r.model, cfg.model.kind());
     let expected = {
-        let _turn = trainer::run_lock();
+        let _turn = trainer::turn(trainer::Streams::HOST);
         models::trainable_params(&cfg.model.init::<trainer::InnerBackend>(
             10,
             3,
@@ -1280,7 +1280,7 @@ fn optimizer_state_without_elements_is_an_error_naming_the_parameter() {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = smoke(tmp.path(), &[]);
     let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
-    let _turn = trainer::run_lock();
+    let _turn = trainer::turn(trainer::Streams::HOST);
     let model = cfg.model.init::<TrainBackend>(12, 3, &dev);
     let mut first = FirstMatrix(None);
     model.visit(&mut first);
@@ -1333,7 +1333,7 @@ fn the_optimizer_takes_the_steps_of_burns_adamw_and_sgd() {
             let cfg = smoke(tmp.path(), &all);
             let o = &cfg.optimizer;
             let init = {
-                let _turn = trainer::run_lock();
+                let _turn = trainer::turn(trainer::Streams::of_device(dev));
                 cfg.model.init::<TrainBackend>(20, 5, dev).map(&mut Materialize)
             };
             let batch = trainer::bench::synthetic_batch(8, 16, 20, 5, dev);
@@ -2249,8 +2249,9 @@ fn fuzz_formats() {
     let seed = setting("SIGNFLOW_FUZZ_SEED").unwrap_or(0x5157_2026);
     let mut failures = Vec::new();
     let mut report = Vec::new();
-    // Readers that build models draw from Burn's global RNG; other tests' runs must not see that.
-    let _turn = trainer::run_lock();
+    // Readers that build models (on the CPU) draw from its generator; other tests' CPU runs must
+    // not see that.
+    let _turn = trainer::turn(trainer::Streams::HOST);
     for (t, target) in targets.iter().enumerate() {
         // The valid file reads, so the mutations below are what the errors are about.
         std::fs::write(&target.path, &target.valid).unwrap();
@@ -3055,7 +3056,7 @@ fn golden_files_of_this_release_load_resume_and_hold_their_format() {
     // forward, and another CPU's rounding).
     let dev = device::dispatch_device(&device::Target::Cpu).unwrap();
     let model = {
-        let _turn = trainer::run_lock();
+        let _turn = trainer::turn(trainer::Streams::HOST);
         bundle::load_bundle::<device::Backend>(&finished.join("model"), &dev).unwrap().1
     };
     let arrays = data::npy::read_npz_arrays(&golden.join("input.npz")).unwrap();
