@@ -1,10 +1,10 @@
 //! Locks: the process's turns on Burn's random generators ([`turn`]: runs in one process that
 //! draw from one generator take turns) and the run directory's lock ([`RunLock`]): one trainer
 //! writes a run at a time. `run.lock` is held with an advisory file lock (flock) for the life of
-//! the run and names its owner (pid and host, for messages only). The lock alone decides: a pid equal to ours proves nothing (another PID
-//! namespace, another host on a shared disk), so whether this process holds a run's lock is
-//! kept in this process. The OS releases the lock when the owner dies, so a lock left by a
-//! killed trainer is stale and taken over.
+//! the run and names its owner (pid and host, for messages only). The lock alone decides: a pid
+//! equal to ours proves nothing (another PID namespace, another host on a shared disk), so
+//! whether this process holds a run's lock is kept in this process. The OS releases the lock
+//! when the owner dies, so a lock left by a killed trainer is stale and taken over.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -77,7 +77,8 @@ pub struct Turn {
 pub fn turn(streams: Streams) -> Turn {
     let take = |lock: &'static Mutex<()>| lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let host = streams.host.then(|| take(&HOST_STREAM));
-    Turn { _host: host, _cube: streams.cube.then(|| take(&CUBE_STREAM)) }
+    let cube = streams.cube.then(|| take(&CUBE_STREAM));
+    Turn { _host: host, _cube: cube }
 }
 
 /// The turn on every generator: what [`crate::run`] takes when its devices are not known
