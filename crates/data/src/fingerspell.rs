@@ -6,17 +6,14 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, Float32Array, Int64Array, RecordBatch};
-use arrow_schema::{DataType, Field, Schema};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{write_atomic, DataError, Result};
 use crate::index::{column, csv_reader, records};
-use crate::islr::{batches, cast, encode_batch, open_parquet, parquet_err, Codec};
 use crate::layout::{LandmarkType, NUM_LANDMARKS};
 use crate::sequence::{LandmarkSequence, MAX_FRAMES};
+use crate::table::{encode, Codec, Data, Kind, Table};
 
 /// The layout's sequence list.
 pub const TRAIN_CSV: &str = "train.csv";
@@ -80,49 +77,41 @@ pub fn open(root: &Path) -> Result<Vec<PhraseEntry>> {
 /// Read every sequence of one wide parquet file, by `sequence_id` (ascending), each with its frames
 /// sorted by frame number. Missing coordinates (null or NaN) are NaN.
 pub fn read_file(path: &Path) -> Result<Vec<(i64, LandmarkSequence)>> {
-    let (builder, file_len) = open_parquet(path)?;
-    let schema = builder.schema().clone();
-    let position = |name: &str| schema.index_of(name).ok();
+    let table = Table::open(path)?;
+    let columns = table.columns();
     let missing = |name: String| {
-        let found: Vec<&str> = schema.fields().iter().take(8).map(|f| f.name().as_str()).collect();
+        let found: Vec<&str> = columns.iter().take(8).map(|c| c.name.as_str()).collect();
         DataError::MissingColumn {
             path: path.to_path_buf(),
             column: name,
-            found: format!("{} … ({} columns)", found.join(", "), schema.fields().len()),
+            found: format!("{} … ({} columns)", found.join(", "), columns.len()),
         }
     };
-    let seq_col = position("sequence_id").ok_or_else(|| missing("sequence_id".into()))?;
-    let frame_col = position("frame").ok_or_else(|| missing("frame".into()))?;
-    for (name, i) in [("sequence_id", seq_col), ("frame", frame_col)] {
-        let t = schema.field(i).data_type();
-        if !t.is_integer() {
+    let of_kind = |name: String, kind: Kind, expected: &str| {
+        let p = table.position(&name).ok_or_else(|| missing(name.clone()))?;
+        if columns[p].kind != kind {
             return Err(DataError::WrongType {
                 path: path.to_path_buf(),
-                column: name.into(),
-                expected: "an integer type".into(),
-                found: t.to_string(),
+                column: name,
+                expected: expected.into(),
+                found: columns[p].type_name.clone(),
             });
         }
+        Ok(p)
+    };
+    // sequence_id, frame, then the coordinate column of every (axis, point).
+    let mut positions = Vec::with_capacity(2 + NUM_LANDMARKS * 3);
+    for name in ["sequence_id", "frame"] {
+        positions.push(of_kind(name.into(), Kind::Int, "an integer type")?);
     }
-    // Column index of every (axis, point).
-    let mut coords = Vec::with_capacity(NUM_LANDMARKS * 3);
     for axis in ['x', 'y', 'z'] {
         for p in 0..NUM_LANDMARKS {
-            let name = column_name(axis, p);
-            let i = position(&name).ok_or_else(|| missing(name.clone()))?;
-            if !schema.field(i).data_type().is_floating() {
-                return Err(DataError::WrongType {
-                    path: path.to_path_buf(),
-                    column: name,
-                    expected: "a floating-point type".into(),
-                    found: schema.field(i).data_type().to_string(),
-                });
-            }
-            coords.push(i);
+            positions.push(of_kind(column_name(axis, p), Kind::Float, "a floating-point type")?);
         }
     }
     // Checked against the footer and the file's size before reading.
-    let declared = u64::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
+    let declared = u64::try_from(table.declared_rows()).unwrap_or(0);
+    let file_len = table.file_len();
     let most = (file_len / MIN_BYTES_PER_ROW).max(MAX_FRAMES as u64);
     if declared > most {
         return Err(DataError::invalid(
@@ -132,52 +121,38 @@ pub fn read_file(path: &Path) -> Result<Vec<(i64, LandmarkSequence)>> {
             ),
         ));
     }
-    let reader = builder.with_batch_size(4096).build().map_err(|e| parquet_err(path, e))?;
     // sequence_id -> frame -> xyz of its 543 points
     let mut sequences: BTreeMap<i64, BTreeMap<i64, Vec<f32>>> = BTreeMap::new();
-    let mut row_base = 0usize;
-    for batch in batches(path, reader) {
-        let batch = batch?;
-        let ids = cast(path, batch.column(seq_col), &DataType::Int64)?;
-        let ids = ids.as_any().downcast_ref::<Int64Array>().expect("cast to Int64");
-        let frames = cast(path, batch.column(frame_col), &DataType::Int64)?;
-        let frames = frames.as_any().downcast_ref::<Int64Array>().expect("cast to Int64");
-        let values: Vec<ArrayRef> =
-            coords.iter().map(|&i| cast(path, batch.column(i), &DataType::Float32)).collect::<Result<_>>()?;
-        let values: Vec<&Float32Array> =
-            values.iter().map(|a| a.as_any().downcast_ref::<Float32Array>().expect("cast to Float32")).collect();
-        for r in 0..batch.num_rows() {
-            if ids.is_null(r) || frames.is_null(r) {
-                return Err(DataError::invalid(path, format!("row {}: null sequence_id or frame", row_base + r + 1)));
-            }
+    for chunk in table.chunks(&positions, 4096) {
+        let chunk = chunk?;
+        let values: Vec<&[f32]> = (2..positions.len()).map(|c| chunk.floats(c)).collect();
+        for r in 0..chunk.rows {
+            let row = chunk.first_row + r;
+            let (Some(id), Some(frame)) = (chunk.int(0, r), chunk.int(1, r)) else {
+                return Err(DataError::invalid(path, format!("row {row}: null sequence_id or frame")));
+            };
             let mut xyz = vec![f32::NAN; NUM_LANDMARKS * 3];
             for (k, col) in values.iter().enumerate() {
                 // k = axis * 543 + point; stored as point * 3 + axis.
                 let (axis, p) = (k / NUM_LANDMARKS, k % NUM_LANDMARKS);
-                if !col.is_null(r) {
-                    xyz[p * 3 + axis] = col.value(r);
-                }
+                xyz[p * 3 + axis] = col[r];
             }
-            let frame = frames.value(r);
-            let sequence = sequences.entry(ids.value(r)).or_default();
+            let sequence = sequences.entry(id).or_default();
             if sequence.len() == MAX_FRAMES && !sequence.contains_key(&frame) {
                 return Err(DataError::invalid(
                     path,
                     format!(
-                        "row {}: sequence {} has more than {MAX_FRAMES} frames; a recording has at most {MAX_FRAMES}",
-                        row_base + r + 1,
-                        ids.value(r)
+                        "row {row}: sequence {id} has more than {MAX_FRAMES} frames; a recording has at most {MAX_FRAMES}"
                     ),
                 ));
             }
             if sequence.insert(frame, xyz).is_some() {
                 return Err(DataError::invalid(
                     path,
-                    format!("row {}: frame {frame} of sequence {} appears twice", row_base + r + 1, ids.value(r)),
+                    format!("row {row}: frame {frame} of sequence {id} appears twice"),
                 ));
             }
         }
-        row_base += batch.num_rows();
     }
     if sequences.is_empty() {
         return Err(DataError::EmptySequence { path: path.to_path_buf(), detail: ": the file has no rows".into() });
@@ -211,7 +186,7 @@ pub fn read_sequence(path: &Path, sequence_id: i64) -> Result<LandmarkSequence> 
 pub fn write_file(path: &Path, sequences: &[(i64, &LandmarkSequence)], codec: Codec) -> Result<()> {
     let mut ids = Vec::new();
     let mut frames = Vec::new();
-    let mut coords: Vec<Vec<f32>> = vec![Vec::new(); NUM_LANDMARKS * 3];
+    let mut coords: Vec<Vec<Option<f32>>> = vec![Vec::new(); NUM_LANDMARKS * 3];
     for (id, seq) in sequences {
         if seq.points != NUM_LANDMARKS {
             return Err(DataError::ShapeMismatch {
@@ -229,22 +204,18 @@ pub fn write_file(path: &Path, sequences: &[(i64, &LandmarkSequence)], codec: Co
             for p in 0..NUM_LANDMARKS {
                 let v = seq.at(f, p);
                 for axis in 0..3 {
-                    coords[axis * NUM_LANDMARKS + p].push(v[axis]);
+                    coords[axis * NUM_LANDMARKS + p].push(Some(v[axis]));
                 }
             }
         }
     }
-    let mut fields =
-        vec![Field::new("sequence_id", DataType::Int64, false), Field::new("frame", DataType::Int16, false)];
-    let mut columns: Vec<ArrayRef> =
-        vec![Arc::new(Int64Array::from(ids)), Arc::new(arrow_array::Int16Array::from(frames))];
-    for (k, values) in coords.into_iter().enumerate() {
-        let axis = ['x', 'y', 'z'][k / NUM_LANDMARKS];
-        fields.push(Field::new(column_name(axis, k % NUM_LANDMARKS), DataType::Float32, true));
-        columns.push(Arc::new(Float32Array::from(values)));
+    let names: Vec<String> =
+        (0..NUM_LANDMARKS * 3).map(|k| column_name(['x', 'y', 'z'][k / NUM_LANDMARKS], k % NUM_LANDMARKS)).collect();
+    let mut columns = vec![("sequence_id", Data::Int64(ids)), ("frame", Data::Int16(frames))];
+    for (name, values) in names.iter().zip(coords) {
+        columns.push((name.as_str(), Data::Float(values)));
     }
-    let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).map_err(|e| parquet_err(path, e))?;
-    write_atomic(path, &encode_batch(path, &batch, codec)?)
+    write_atomic(path, &encode(path, &columns, codec)?)
 }
 
 #[cfg(test)]

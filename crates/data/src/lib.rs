@@ -4,8 +4,8 @@
 //! inference time:
 //! - formats: the public ISLR parquet layout ([`islr`], [`index`]; snappy, zstd, gzip, lz4, brotli),
 //!   a `labels.csv` layout of `.npy`/`.npz` arrays ([`npy`]) or `.pose` files ([`pose`]), and the
-//!   ASL Fingerspelling wide parquet layout ([`fingerspell`]), with validation that names the file
-//!   and the problem;
+//!   ASL Fingerspelling wide parquet layout ([`fingerspell`]), both through flat parquet tables
+//!   ([`table`]), with validation that names the file and the problem;
 //! - [`preprocess`]: landmark subsets, normalization, NaN handling, time differences, windows
 //!   with a padding mask (one [`preprocess::PreprocessConfig`] shared by trainer and infer);
 //! - [`augment`]: flip with left/right swap, affine, speed, temporal mask, cutout; seeded;
@@ -44,6 +44,7 @@ pub mod preprocess;
 pub mod sentences;
 pub mod sequence;
 pub mod synth;
+pub mod table;
 pub mod takes;
 pub mod tokens;
 

@@ -3,8 +3,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Float64Array, Int16Array, Int32Array, RecordBatch, StringArray};
-use arrow_schema::{Field, Schema};
 use data::dataset::{LoadOptions, OnError, SignDataset};
 use data::index;
 use data::islr::{read_parquet, write_parquet};
@@ -12,6 +10,7 @@ use data::layout::{LandmarkType, NUM_LANDMARKS};
 use data::loader::{epoch_batches, EpochLoader, ItemBatcher, LoaderConfig};
 use data::preprocess::{PreprocessConfig, Preprocessor};
 use data::synth::{generate, generate_sequence, SynthConfig};
+use data::table::Data;
 use data::{LandmarkSequence, Sample};
 
 fn tiny() -> SynthConfig {
@@ -90,25 +89,23 @@ fn parquet_written_by_pyarrow_reads_with_gaps_and_nans() {
     assert!((s.at(2, rh + 20)[0] - (0.07 + 0.020)).abs() < 1e-6);
 }
 
-fn write_table(path: &Path, fields: Vec<(&str, ArrayRef)>) {
-    let schema = Arc::new(Schema::new(
-        fields.iter().map(|(n, a)| Field::new(*n, a.data_type().clone(), true)).collect::<Vec<_>>(),
-    ));
-    let batch = RecordBatch::try_new(schema.clone(), fields.into_iter().map(|(_, a)| a).collect()).unwrap();
-    let mut w = parquet::arrow::ArrowWriter::try_new(std::fs::File::create(path).unwrap(), schema, None).unwrap();
-    w.write(&batch).unwrap();
-    w.close().unwrap();
+fn write_table(path: &Path, fields: Vec<(&str, Data)>) {
+    std::fs::write(path, data::table::encode(path, &fields, data::table::Codec::Snappy).unwrap()).unwrap();
 }
 
-fn cols(n: usize) -> Vec<(&'static str, ArrayRef)> {
+fn text(v: &str, n: usize) -> Data {
+    Data::Text(vec![v.to_string(); n])
+}
+
+fn cols(n: usize) -> Vec<(&'static str, Data)> {
     vec![
-        ("frame", Arc::new(Int16Array::from(vec![0i16; n])) as ArrayRef),
-        ("row_id", Arc::new(StringArray::from(vec!["0-face-0"; n]))),
-        ("type", Arc::new(StringArray::from(vec!["face"; n]))),
-        ("landmark_index", Arc::new(Int16Array::from((0..n as i16).collect::<Vec<_>>()))),
-        ("x", Arc::new(Float64Array::from(vec![0.5; n]))),
-        ("y", Arc::new(Float64Array::from(vec![0.5; n]))),
-        ("z", Arc::new(Float64Array::from(vec![0.0; n]))),
+        ("frame", Data::Int16(vec![0i16; n])),
+        ("row_id", text("0-face-0", n)),
+        ("type", text("face", n)),
+        ("landmark_index", Data::Int16((0..n as i16).collect())),
+        ("x", Data::Double(vec![Some(0.5); n])),
+        ("y", Data::Double(vec![Some(0.5); n])),
+        ("z", Data::Double(vec![Some(0.0); n])),
     ]
 }
 
@@ -118,14 +115,14 @@ fn cols(n: usize) -> Vec<(&'static str, ArrayRef)> {
 #[test]
 fn parquet_with_more_frames_than_a_recording_has_is_refused_before_allocating() {
     let dir = tempfile::tempdir().unwrap();
-    let frames_cols = |n: usize, frame: Vec<i32>| -> Vec<(&'static str, ArrayRef)> {
+    let frames_cols = |n: usize, frame: Vec<i32>| -> Vec<(&'static str, Data)> {
         vec![
-            ("frame", Arc::new(Int32Array::from(frame)) as ArrayRef),
-            ("type", Arc::new(StringArray::from(vec!["face"; n]))),
-            ("landmark_index", Arc::new(Int16Array::from(vec![0i16; n]))),
-            ("x", Arc::new(Float64Array::from(vec![0.5; n]))),
-            ("y", Arc::new(Float64Array::from(vec![0.5; n]))),
-            ("z", Arc::new(Float64Array::from(vec![0.0; n]))),
+            ("frame", Data::Int32(frame)),
+            ("type", text("face", n)),
+            ("landmark_index", Data::Int16(vec![0i16; n])),
+            ("x", Data::Double(vec![Some(0.5); n])),
+            ("y", Data::Double(vec![Some(0.5); n])),
+            ("z", Data::Double(vec![Some(0.0); n])),
         ]
     };
     // 1,000,000 rows, each its own frame: 6.5 GB as a sequence.
@@ -137,19 +134,12 @@ fn parquet_with_more_frames_than_a_recording_has_is_refused_before_allocating() 
     assert!(err.contains(&format!("row {}: more than {most} distinct frames", most + 1)), "{err}");
     // 11,000,000 rows of one frame: over the rows any recording can have, refused from the footer.
     let p = dir.path().join("rows.parquet");
-    let batch = |n: usize| {
-        let fields = frames_cols(n, vec![0; n]);
-        let schema = Arc::new(Schema::new(
-            fields.iter().map(|(n, a)| Field::new(*n, a.data_type().clone(), true)).collect::<Vec<_>>(),
-        ));
-        RecordBatch::try_new(schema, fields.into_iter().map(|(_, a)| a).collect()).unwrap()
-    };
-    let one = batch(1_000_000);
-    let mut w = parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&p).unwrap(), one.schema(), None).unwrap();
+    let one = frames_cols(1_000_000, vec![0; 1_000_000]);
+    let mut w = data::table::Writer::new(&p, data::table::Codec::Snappy);
     for _ in 0..11 {
-        w.write(&one).unwrap();
+        w.write_group(&one).unwrap();
     }
-    w.close().unwrap();
+    std::fs::write(&p, w.finish().unwrap()).unwrap();
     let size = std::fs::metadata(&p).unwrap().len();
     let err = read_parquet(&p).unwrap_err().to_string();
     assert!(err.contains("declares 11000000 rows; a recording has at most 20000 frames"), "{err} ({size} bytes)");
@@ -225,12 +215,15 @@ fn parquet_validation_errors_name_file_and_problem() {
 
     let p = dir.path().join("x_text.parquet");
     let mut c = cols(2);
-    c[4] = ("x", Arc::new(StringArray::from(vec!["a", "b"])));
+    c[4] = ("x", Data::Text(vec!["a".into(), "b".into()]));
     write_table(&p, c);
     let err = read_parquet(&p).unwrap_err().to_string();
     assert_eq!(
         err,
-        format!("{}: column `x` has type Utf8, expected a floating-point type (double in the ISLR data)", p.display())
+        format!(
+            "{}: column `x` has type string, expected a floating-point type (double in the ISLR data)",
+            p.display()
+        )
     );
 
     let p = dir.path().join("empty.parquet");
@@ -240,7 +233,7 @@ fn parquet_validation_errors_name_file_and_problem() {
 
     let p = dir.path().join("bad_type.parquet");
     let mut c = cols(2);
-    c[2] = ("type", Arc::new(StringArray::from(vec!["face", "tail"])));
+    c[2] = ("type", Data::Text(vec!["face".into(), "tail".into()]));
     write_table(&p, c);
     let err = read_parquet(&p).unwrap_err().to_string();
     assert!(
@@ -250,7 +243,7 @@ fn parquet_validation_errors_name_file_and_problem() {
 
     let p = dir.path().join("bad_index.parquet");
     let mut c = cols(2);
-    c[3] = ("landmark_index", Arc::new(Int16Array::from(vec![0i16, 468])));
+    c[3] = ("landmark_index", Data::Int16(vec![0i16, 468]));
     write_table(&p, c);
     let err = read_parquet(&p).unwrap_err().to_string();
     assert!(err.ends_with("row 2: landmark_index 468 out of range for face (0..468)"), "{err}");
@@ -788,12 +781,10 @@ fn fingerspelling_file_declaring_more_rows_than_its_size_holds_is_refused() {
         .iter()
         .flat_map(|&a| (0..NUM_LANDMARKS).map(move |i| data::fingerspell::column_name(a, i)))
         .collect();
-    let mut fields: Vec<(&str, ArrayRef)> = vec![
-        ("sequence_id", Arc::new(arrow_array::Int64Array::from(vec![1i64; n])) as ArrayRef),
-        ("frame", Arc::new(Int32Array::from((0..n as i32).collect::<Vec<_>>()))),
-    ];
+    let mut fields: Vec<(&str, Data)> =
+        vec![("sequence_id", Data::Int64(vec![1i64; n])), ("frame", Data::Int32((0..n as i32).collect()))];
     for name in &names {
-        fields.push((name, arrow_array::new_null_array(&arrow_schema::DataType::Float32, n)));
+        fields.push((name, Data::Float(vec![None; n])));
     }
     write_table(&p, fields);
     let size = std::fs::metadata(&p).unwrap().len();
