@@ -271,19 +271,36 @@ fn self_test(device: &DispatchDevice, dtype: DType) -> Result<(), String> {
     let want: Vec<f32> = (0..8).map(|i| if i % 4 == 0 { 0.1875 } else { -0.0625 }).collect();
     expect("softmax gradient", crate::softmax_dropout_backward(y.clone(), y, prim(&grad)).ok(), &want)?;
 
-    // One AdamW step (f32 buffers only): p = 1, g = 1, m = v = 0, factor 1, corrections 1,
-    // beta1 0.5, beta2 0.75, eps 0, lr 0.5, decay 0.5: m = 0.5, v = 0.25, the step 0.5 / 0.5 = 1,
-    // p = 1 x 0.75 - 0.5 = 0.25. Skipped, everything stays.
+    // One AdamW step (f32 buffers only): p = 1, g = 1, m = v = 0, beta1 0.5, beta2 0.75, eps 0,
+    // lr 0.5, decay 0.5: m = 0.5, v = 0.25, bias corrections 0.5 and 0.25 at step 1 (or at
+    // step 2 after one unsettled skip), the step 1 / 1 = 1, p = 1 x 0.75 - 0.5 = 0.25. A NaN
+    // loss skips it: everything stays, and the skip is counted. Clipped to half the norm of 2,
+    // the gradient is 0.5: m = 0.25, v = 0.0625, the step the same.
     if dtype == DType::F32 {
         let full = |v: f32| prim(&tensor(vec![v; 300], [300], device, dtype));
         let one = |v: f32| prim(&tensor(vec![v], [1], device, dtype));
-        let set = crate::AdamW { beta1: 0.5, beta2: 0.75, epsilon: 0.0, weight_decay: 0.5, lr: 0.5 };
-        for (skip, want) in [(0.0, [0.25, 0.5, 0.25]), (1.0, [1.0, 0.0, 0.0])] {
-            let inputs = [full(1.0), full(1.0), full(0.0), full(0.0), one(1.0), one(skip), one(1.0), one(1.0)];
-            let [p, m, v] = outputs(crate::adamw(inputs, set));
+        let set = |step: i32, clip: f64| crate::AdamW {
+            beta1: 0.5,
+            beta2: 0.75,
+            epsilon: 0.0,
+            weight_decay: 0.5,
+            lr: 0.5,
+            clip,
+            step,
+        };
+        let cases = [
+            (0.0, 1.0, 0.0, set(1, 0.0), [0.25, 0.5, 0.25, 0.0]),
+            (0.0, 1.0, 1.0, set(2, 0.0), [0.25, 0.5, 0.25, 1.0]),
+            (f32::NAN, 1.0, 0.0, set(1, 0.0), [1.0, 0.0, 0.0, 1.0]),
+            (0.0, 4.0, 0.0, set(1, 1.0), [0.25, 0.25, 0.0625, 0.0]),
+        ];
+        for (loss, norm2, skips, set, want) in cases {
+            let inputs = [full(1.0), full(1.0), full(0.0), full(0.0), one(loss), one(norm2), one(1.0), one(skips)];
+            let [p, m, v, skipped] = outputs(crate::adamw(inputs, set));
             expect("adamw parameters", p, &[want[0]; 300])?;
             expect("adamw first moment", m, &[want[1]; 300])?;
             expect("adamw second moment", v, &[want[2]; 300])?;
+            expect("adamw skip count", skipped, &[want[3]])?;
         }
     }
 

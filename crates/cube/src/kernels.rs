@@ -669,10 +669,16 @@ fn silu_backward_kernel<F: Float>(
     out[ABSOLUTE_POS] = F::cast_from(f32::cast_from(grad[ABSOLUTE_POS]) * s * (1.0f32 + v * (1.0f32 - s)));
 }
 
-/// One AdamW step over flat f32 buffers, each element on its own unit, in the order of the
-/// tensor-op chain it replaces (`trainer::optim`): the gradient times `factor[0]`, the moments,
-/// their bias corrections `c1[0]`, `c2[0]`, the decayed parameter minus the step; where
-/// `skip[0]` is not 0 every output is its input (a selection: a non-finite step leaks nothing).
+/// One AdamW step over flat f32 buffers, each element on its own unit, that first decides on
+/// the device, from the step's `loss[0]` and squared gradient norm `norm2[0]` (both scaled by
+/// the loss scale `scale[0]`), whether it applies and by what the gradient is multiplied: it
+/// applies where `|loss| + norm2 < limit` (infinity: false for a NaN or an infinity in either);
+/// the factor is `clip / (norm + 1e-6)` where the unscaled norm is above `clip` (0: no
+/// clipping), else 1, over the scale. The bias corrections leave out the `skips[0]` unsettled
+/// skipped steps before this one (`host_c*` while there are none). Then the moments and the
+/// decayed parameter minus the step, in the order of the tensor-op chain it replaces
+/// (`trainer::optim`); a skipped step writes every input back as it was (a selection: a
+/// non-finite step leaks nothing) and `new_skips[0]` counts it.
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
 fn adamw_kernel(
@@ -680,32 +686,59 @@ fn adamw_kernel(
     g: &Tensor<f32>,
     m: &Tensor<f32>,
     v: &Tensor<f32>,
-    factor: &Tensor<f32>,
-    skip: &Tensor<f32>,
-    c1: &Tensor<f32>,
-    c2: &Tensor<f32>,
+    loss: &Tensor<f32>,
+    norm2: &Tensor<f32>,
+    scale: &Tensor<f32>,
+    skips: &Tensor<f32>,
     new_p: &mut Tensor<f32>,
     new_m: &mut Tensor<f32>,
     new_v: &mut Tensor<f32>,
-    beta1: f32,
-    take1: f32,
-    beta2: f32,
-    take2: f32,
-    epsilon: f32,
-    decay: f32,
-    lr: f32,
+    new_skips: &mut Tensor<f32>,
+    consts: Sequence<f32>,
     #[comptime] _revision: u64,
 ) {
     let i = ABSOLUTE_POS;
     if i >= new_p.len() {
         terminate!();
     }
-    let gi = g[i] * factor[0];
+    let beta1 = consts[0];
+    let take1 = consts[1];
+    let beta2 = consts[2];
+    let take2 = consts[3];
+    let epsilon = consts[4];
+    let decay = consts[5];
+    let lr = consts[6];
+    let clip = consts[7];
+    let limit = consts[8];
+    let n2 = norm2[0];
+    let s = scale[0];
+    let applies = f32::abs(loss[0]) + n2 < limit;
+    let norm = f32::sqrt(n2) / s;
+    let mut factor = 1.0f32;
+    if clip > 0.0 && norm > clip {
+        factor = clip * (1.0f32 / (norm + 1e-6f32));
+    }
+    factor /= s;
+    let k = skips[0];
+    let mut c1 = consts[13];
+    let mut c2 = consts[14];
+    if k > 0.0 {
+        c1 = f32::exp(k * consts[9]) * consts[11] + 1.0f32;
+        c2 = f32::exp(k * consts[10]) * consts[12] + 1.0f32;
+    }
+    if i == 0 {
+        let mut skipped = 1.0f32;
+        if applies {
+            skipped = 0.0f32;
+        }
+        new_skips[0] = k + skipped;
+    }
+    let gi = g[i] * factor;
     let m1 = m[i] * beta1 + gi * take1;
     let v1 = v[i] * beta2 + gi * gi * take2;
-    let delta = m1 / c1[0] / (f32::sqrt(v1 / c2[0]) + epsilon);
+    let delta = m1 / c1 / (f32::sqrt(v1 / c2) + epsilon);
     let p1 = p[i] * decay - delta * lr;
-    if skip[0] == 0.0 {
+    if applies {
         new_p[i] = p1;
         new_m[i] = m1;
         new_v[i] = v1;
@@ -1382,25 +1415,29 @@ pub(crate) fn dense_backward<R: CubeFloatOps>(inputs: Vec<CubeTensor<R>>, wanted
     out
 }
 
-/// AdamW's constants, in f32 as Burn's scalar ops take them.
+/// AdamW's constants, in f32 as Burn's scalar ops take them, in the order [`adamw_kernel`]
+/// reads them: `beta1`, `1 - beta1`, `beta2`, `1 - beta2`, `epsilon`, `1 - lr * weight_decay`
+/// (1 without decay), `lr`, the clipping norm (0: none), the finite limit (infinity), `-ln
+/// beta1`, `-ln beta2`, `-beta1^t`, `-beta2^t`, and the host's bias corrections `1 - beta1^t`,
+/// `1 - beta2^t`.
 #[derive(Clone, Debug)]
 pub(crate) struct AdamW {
-    /// `beta1`, `1 - beta1`, `beta2`, `1 - beta2`.
-    pub betas: [f32; 4],
-    pub epsilon: f32,
-    /// `1 - lr * weight_decay` (1 without decay).
-    pub decay: f32,
-    pub lr: f32,
+    pub consts: [f32; 15],
 }
 
-/// One AdamW step from `[p, g, m, v, factor, skip, c1, c2]` (flat f32 buffers, then four `[1]`
-/// device scalars) -> the new `p`, `m`, `v`.
+/// One AdamW step from `[p, g, m, v, loss, norm2, scale, skips]` (flat f32 buffers, then four
+/// `[1]` device scalars) -> the new `p`, `m`, `v` and `skips`.
 pub(crate) fn adamw<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, set: &AdamW) -> Vec<CubeTensor<R>> {
-    let [p, g, m, v, factor, skip, c1, c2] = take(inputs);
+    let [p, g, m, v, loss, norm2, scale, skips] = take(inputs);
     let [p, g, m, v] = [p, g, m, v].map(contiguous);
     let len = p.meta.shape().clone();
     let [new_p, new_m, new_v] = [0, 1, 2].map(|_| empty(&p, len.clone()));
+    let new_skips = empty(&p, Shape::new([1]));
     let (count, cube_dim) = units_for(&new_p.client, len.num_elements());
+    let mut consts = SequenceArg::<R, f32>::new();
+    for c in set.consts {
+        consts.push(c);
+    }
     adamw_kernel::launch::<R>(
         &new_p.client,
         count,
@@ -1409,23 +1446,18 @@ pub(crate) fn adamw<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, set: &AdamW) -> 
         g.into_tensor_arg(),
         m.into_tensor_arg(),
         v.into_tensor_arg(),
-        factor.into_tensor_arg(),
-        skip.into_tensor_arg(),
-        c1.into_tensor_arg(),
-        c2.into_tensor_arg(),
+        loss.into_tensor_arg(),
+        norm2.into_tensor_arg(),
+        scale.into_tensor_arg(),
+        skips.into_tensor_arg(),
         new_p.clone().into_tensor_arg(),
         new_m.clone().into_tensor_arg(),
         new_v.clone().into_tensor_arg(),
-        set.betas[0],
-        set.betas[1],
-        set.betas[2],
-        set.betas[3],
-        set.epsilon,
-        set.decay,
-        set.lr,
+        new_skips.clone().into_tensor_arg(),
+        consts,
         REVISION,
     );
-    vec![new_p, new_m, new_v]
+    vec![new_p, new_m, new_v, new_skips]
 }
 
 /// No launch: the inputs the op consumed (each one's last handle) are freed as they drop here.

@@ -460,7 +460,7 @@ pub fn dense_backward(
     Ok(wanted.map(|want| if want { grads.next() } else { None }))
 }
 
-/// AdamW's settings for [`adamw`] (burn-optim's names).
+/// AdamW's settings for [`adamw`] (burn-optim's names), with the step's number and clipping.
 #[derive(Clone, Copy, Debug)]
 pub struct AdamW {
     /// The first moment's decay.
@@ -473,14 +473,23 @@ pub struct AdamW {
     pub weight_decay: f64,
     /// The learning rate.
     pub lr: f64,
+    /// The global gradient norm the gradient is clipped to (0: no clipping).
+    pub clip: f64,
+    /// The step's number for the bias corrections (1 for the first), skipped steps the host
+    /// knows of left out.
+    pub step: i32,
 }
 
-/// One AdamW step over the optimizer's flat f32 buffers in one launch, where its tensor-op
-/// chain queues some twenty operations: from `[p, g, m, v]` (1-D, one length) and four `[1]`
-/// device scalars `[factor, skip, c1, c2]` (the gradient's factor, non-zero to leave
-/// everything as it was, the bias corrections), the new `[p, m, v]`, computed in the chain's
-/// order (`trainer::optim`'s tensor ops are the reference).
-pub fn adamw(inputs: [DispatchTensor; 8], set: AdamW) -> Ran<[DispatchTensor; 3], 8> {
+/// One AdamW step over the optimizer's flat f32 buffers in one launch, with the decisions of
+/// the step made in it, where tensor ops queue some fifty operations: from `[p, g, m, v]` (1-D,
+/// one length) and four `[1]` device scalars `[loss, norm2, scale, skips]` (the step's loss
+/// and squared gradient norm, both scaled by the loss scale `scale`, and how many steps
+/// before this one were skipped on the device unknown to the host), the new `[p, m, v,
+/// skips]`. The step applies where the loss and the norm are finite, with the gradient
+/// unscaled and clipped to `set.clip`, and the bias corrections leave out the skipped steps;
+/// else every buffer stays as it was and the skip is counted. Computed in the order of
+/// `trainer::optim`'s tensor ops, the reference.
+pub fn adamw(inputs: [DispatchTensor; 8], set: AdamW) -> Ran<[DispatchTensor; 4], 8> {
     let len = inputs[0].shape();
     let ok = inputs.iter().all(|t| t.dtype() == DType::F32)
         && len.num_dims() == 1
@@ -489,16 +498,32 @@ pub fn adamw(inputs: [DispatchTensor; 8], set: AdamW) -> Ran<[DispatchTensor; 3]
     if !ok {
         return Err(inputs);
     }
-    // As Burn's scalar ops: the scalar computed in f64, then taken as the tensor's f32.
+    // As Burn's scalar ops: the scalar computed in f64, then taken as the tensor's f32; the
+    // bias corrections as burn-optim computes them, in f32.
     let decay = if set.weight_decay == 0.0 { 1.0 } else { 1.0 - set.lr * set.weight_decay };
+    let (b1, b2) = (set.beta1 as f32, set.beta2 as f32);
     let consts = kernels::AdamW {
-        betas: [set.beta1 as f32, (1.0 - set.beta1) as f32, set.beta2 as f32, (1.0 - set.beta2) as f32],
-        epsilon: set.epsilon as f32,
-        decay: decay as f32,
-        lr: set.lr as f32,
+        consts: [
+            b1,
+            (1.0 - set.beta1) as f32,
+            b2,
+            (1.0 - set.beta2) as f32,
+            set.epsilon as f32,
+            decay as f32,
+            set.lr as f32,
+            set.clip as f32,
+            f32::INFINITY,
+            -b1.ln(),
+            -b2.ln(),
+            -b1.powi(set.step),
+            -b2.powi(set.step),
+            1.0 - b1.powi(set.step),
+            1.0 - b2.powi(set.step),
+        ],
     };
-    let op = Op { name: "adamw", bindings: 11, shared: 0, launch: Launchers::of(kernels::adamw, kernels::adamw) };
-    op.run(inputs, [len.clone(), len.clone(), len], consts)
+    let op = Op { name: "adamw", bindings: 12, shared: 0, launch: Launchers::of(kernels::adamw, kernels::adamw) };
+    let one = Shape::new([1]);
+    op.run(inputs, [len.clone(), len.clone(), len, one], consts)
 }
 
 /// Frees `tensors` in one operation of Burn's fusion stream where dropping them queues one drop

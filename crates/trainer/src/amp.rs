@@ -75,6 +75,34 @@ impl LossScaler {
     }
 }
 
+/// The factor the loss is multiplied by before the backward pass (f16 loss scaling; 1 otherwise).
+#[derive(Debug, Clone)]
+pub enum LossScale {
+    /// Known on the host.
+    Host(f64),
+    /// A `[1]` tensor on the device ([`crate::amp::DeviceScale`]), for a loop that does not read
+    /// each step's outcome.
+    Device(Tensor<InnerBackend, 1>),
+}
+
+impl LossScale {
+    /// The value (reading a device scale waits for the device).
+    pub fn value(&self) -> f64 {
+        match self {
+            LossScale::Host(s) => *s,
+            LossScale::Device(t) => t.clone().into_data().iter::<f64>().next().unwrap_or(f64::NAN),
+        }
+    }
+
+    /// `t / scale`, on the device.
+    pub(crate) fn unscale(&self, t: Tensor<InnerBackend, 1>) -> Tensor<InnerBackend, 1> {
+        match self {
+            LossScale::Host(s) => t.div_scalar(*s),
+            LossScale::Device(d) => t.div(d.clone()),
+        }
+    }
+}
+
 /// The loss scale on the device, for a loop that reads step outcomes only once per log interval:
 /// after each step it changes by [`LossScaler::update`]'s rules from whether the step applied
 /// (decided on the device), so the next step is scaled without a host wait. The host replays

@@ -27,6 +27,7 @@ use models::common::mask_values;
 use models::precision::Precast;
 use models::SignModel;
 
+use crate::amp::LossScale;
 use crate::config::{OptimizerConfig, OptimizerKind};
 use crate::{InnerBackend, Result, TrainBackend, TrainError};
 
@@ -103,6 +104,56 @@ const ALIGN: usize = 256;
 
 /// The flat length is a multiple of this many rows, which the gradient norm sums first.
 const NORM_ROWS: usize = 512;
+
+/// What [`Optim::step_checked`] decides a step by, all on the device.
+#[derive(Debug, Clone)]
+pub struct StepCheck {
+    /// The step's loss (`[1]`; only whether it is finite counts).
+    pub loss: T1,
+    /// The squared global norm of the gradients (`[1]`, [`FlatGrads::squared_norm`]), which
+    /// carry the loss scale.
+    pub norm2: T1,
+    /// The loss scale the gradients carry.
+    pub scale: LossScale,
+    /// Clip the unscaled global norm to this (0: off).
+    pub clip: f64,
+}
+
+impl StepCheck {
+    /// The decisions as tensor ops (`[1]` each): the gradient's factor (unscaling, then
+    /// clipping: 1 where the norm is within the limit, `clip / (norm + 1e-6)` where it is
+    /// above) and whether the step applies ([`finite_step`]).
+    pub fn gate(&self) -> (T1, Tensor<InnerBackend, 1, Bool>) {
+        let keep = finite_step(&self.loss, &self.norm2);
+        let grad_norm = self.scale.unscale(self.norm2.clone().sqrt());
+        let one = Tensor::ones([1], &self.norm2.device());
+        let factor = if self.clip > 0.0 {
+            let over = grad_norm.clone().greater_elem(self.clip);
+            let clipped = grad_norm.add_scalar(1e-6).recip().mul_scalar(self.clip);
+            one.mask_where(over, clipped)
+        } else {
+            one
+        };
+        (self.scale.unscale(factor), keep)
+    }
+}
+
+/// Whether a step's loss and squared gradient norm are both finite, on the device: `|loss| +
+/// norm2 < inf` is false for a NaN or an infinity in either (`norm2 >= 0`). One fused
+/// comparison, where `is_finite` runs seven unfused kernels.
+pub fn finite_step(loss: &T1, norm2: &T1) -> Tensor<InnerBackend, 1, Bool> {
+    loss.clone().abs().add(norm2.clone()).lower_elem(f64::INFINITY)
+}
+
+/// How a step is told whether it applies and by what its gradient is multiplied.
+// One per step, moved: boxing the larger variant would only add an allocation.
+#[allow(clippy::large_enum_variant)]
+enum Gate {
+    /// As given ([`Optim::step`]).
+    Given { factor: Option<T1>, keep: Option<Tensor<InnerBackend, 1, Bool>> },
+    /// Decided on the device ([`Optim::step_checked`]).
+    Check(StepCheck),
+}
 
 /// A step's gradients in the optimizer's flat layout ([`Optim::gather`]).
 pub struct FlatGrads {
@@ -243,22 +294,112 @@ impl Optim {
         factor: Option<T1>,
         keep: Option<Tensor<InnerBackend, 1, Bool>>,
     ) -> M {
+        self.step_gated(lr, model, grads, Gate::Given { factor, keep })
+    }
+
+    /// [`Optim::step`] with the step's decisions made on the device from `check`: it applies
+    /// where the loss and the squared gradient norm are finite, with the gradient unscaled and
+    /// clipped (`check.clip`); else it is skipped as a false `keep` skips it (the caller settles
+    /// it later). AdamW on a CubeCL device makes the decisions inside its update kernel
+    /// (`cube::adamw`: one operation where the tensor ops queue some fifty on one-element
+    /// tensors); elsewhere they are tensor ops ([`StepCheck::gate`]). Nothing is read back.
+    pub fn step_checked(&mut self, lr: f64, model: M, grads: FlatGrads, check: StepCheck) -> M {
+        self.step_gated(lr, model, grads, Gate::Check(check))
+    }
+
+    fn step_gated(&mut self, lr: f64, model: M, grads: FlatGrads, gate: Gate) -> M {
         self.applied += 1;
         let t = self.applied as i32;
-        // Skips counted on the device so far (none when the last step was settled); this step's
-        // own skip is added for the steps after it. The same ops every step: compiled once.
-        // This step's own skip as a float (1: skipped), the form `cube::adamw` reads `keep` in.
-        let (skips, skip) = keep
-            .as_ref()
-            .map(|k| {
-                let before = self.unsettled_skips.take().unwrap_or_else(|| Tensor::zeros([1], &k.device()));
-                let skip = mask_values(k.clone(), 0.0, 1.0, DType::F32);
-                self.unsettled_skips = Some(before.clone() + skip.clone());
-                (before, skip)
-            })
-            .unzip();
-        let corrections = match self.rule {
-            // As burn-optim computes them: in f32 on the host.
+        let device = model.devices().into_iter().next().expect("a model lives on a device");
+        let FlatGrads { values: g, missing, seen } = grads;
+        let mut flat = self.lay_out(&seen, &device);
+        let params = if flat.nodes == seen.nodes { flat.params.clone() } else { gather_params(&model, &flat) };
+        // The moments move into the update, so the one that reads them last frees them.
+        let state = [flat.m.take(), flat.v.take()];
+        let (new_params, m, v) = match self.fused(lr, t, gate, [params, g], state, &missing) {
+            Ok(updated) => updated,
+            Err((gate, [params, g], [m0, v0])) => {
+                let (factor, keep) = match gate {
+                    Gate::Given { factor, keep } => (factor, keep),
+                    Gate::Check(check) => {
+                        let (factor, keep) = check.gate();
+                        (Some(factor), Some(keep))
+                    }
+                };
+                let has_grad = Self::has_grad(&flat, &missing, &device);
+                let corrections = self.corrections(t, keep.as_ref());
+                let update = Update { rule: self.rule, lr, factor, keep, has_grad, corrections };
+                update.apply(params, g, m0, v0)
+            }
+        };
+        let views = all_views(&new_params, &flat.segments);
+        let segments = flat.segments.iter();
+        let mut load = LoadViews { flat: &new_params, segments, views, nodes: Vec::new(), old: Vec::new() };
+        let model = model.map(&mut load);
+        cube::release(load.old);
+        let nodes = load.nodes;
+        self.flat = Some(Flat { params: new_params, nodes, m, v, ..flat });
+        model
+    }
+
+    /// AdamW with the step's checks in one kernel (`cube::adamw`), where it applies: a check
+    /// to make, a CubeCL device, and every parameter with a gradient. Where it does not, the
+    /// gate and the buffers come back as they were.
+    #[allow(clippy::type_complexity, clippy::result_large_err)]
+    fn fused(
+        &mut self,
+        lr: f64,
+        t: i32,
+        gate: Gate,
+        [p, g]: [T1; 2],
+        [m0, v0]: [Option<T1>; 2],
+        missing: &[Segment],
+    ) -> std::result::Result<(T1, Option<T1>, Option<T1>), (Gate, [T1; 2], [Option<T1>; 2])> {
+        let (Gate::Check(check), Rule::AdamW { beta1, beta2, epsilon, weight_decay }, true) =
+            (&gate, self.rule, missing.is_empty())
+        else {
+            return Err((gate, [p, g], [m0, v0]));
+        };
+        let device = p.device();
+        let scale = match &check.scale {
+            LossScale::Host(s) => Tensor::from_floats([*s as f32], &device),
+            LossScale::Device(d) => d.clone(),
+        };
+        let unsettled = self.unsettled_skips.is_some();
+        let skips = self.unsettled_skips.take().unwrap_or_else(|| Tensor::zeros([1], &device));
+        let had_state = m0.is_some();
+        let m0 = m0.unwrap_or_else(|| g.zeros_like());
+        let v0 = v0.unwrap_or_else(|| g.zeros_like());
+        let set = cube::AdamW { beta1, beta2, epsilon, weight_decay, lr, clip: check.clip, step: t };
+        let inputs = [p, g, m0, v0, check.loss.clone(), check.norm2.clone(), scale, skips].map(primitive);
+        let wrap = |t| Tensor::from_primitive(TensorPrimitive::Float(t));
+        match cube::adamw(inputs, set) {
+            Ok([p, m, v, skips]) => {
+                self.unsettled_skips = Some(wrap(skips));
+                Ok((wrap(p), Some(wrap(m)), Some(wrap(v))))
+            }
+            Err([p, g, m0, v0, _, _, _, skips]) => {
+                if unsettled {
+                    self.unsettled_skips = Some(wrap(skips));
+                }
+                let state = if had_state { [Some(wrap(m0)), Some(wrap(v0))] } else { [None, None] };
+                Err((gate, [wrap(p), wrap(g)], state))
+            }
+        }
+    }
+
+    /// AdamW's bias corrections for step `t` as burn-optim computes them (in f32 on the host),
+    /// less the skips counted on the device when the step is given `keep` (the skips so far
+    /// are read, this step's own added for the steps after it: the same ops every step,
+    /// compiled once); 1 for SGD.
+    fn corrections(&mut self, t: i32, keep: Option<&Tensor<InnerBackend, 1, Bool>>) -> Corrections {
+        let skips = keep.map(|k| {
+            let before = self.unsettled_skips.take().unwrap_or_else(|| Tensor::zeros([1], &k.device()));
+            let skip = mask_values(k.clone(), 0.0, 1.0, DType::F32);
+            self.unsettled_skips = Some(before.clone() + skip);
+            before
+        });
+        match self.rule {
             Rule::AdamW { beta1, beta2, .. } => {
                 let c = |beta: f64| f64::from(1f32 - (beta as f32).powi(t));
                 let host = (c(beta1), c(beta2));
@@ -271,30 +412,24 @@ impl Optim {
                 }
             }
             Rule::Sgd { .. } => Corrections::Host(1.0, 1.0),
-        };
-        let device = model.devices().into_iter().next().expect("a model lives on a device");
-        let FlatGrads { values: g, missing, seen } = grads;
-        let flat = self.lay_out(&seen, &device);
-        let params = if flat.nodes == seen.nodes { flat.params.clone() } else { gather_params(&model, &flat) };
-        // Parameters without a gradient this step keep their values and state (as Burn's
-        // optimizers leave them): a mask over the flat buffer, uploaded only in such a step.
-        let has_grad = (!missing.is_empty()).then(|| {
+        }
+    }
+
+    /// Where a parameter has a gradient this step, as a mask over the flat buffer (none:
+    /// everywhere). Parameters without one keep their values and state (as Burn's optimizers
+    /// leave them); the mask is uploaded only in such a step.
+    fn has_grad(
+        flat: &Flat,
+        missing: &[Segment],
+        device: &device::DispatchDevice,
+    ) -> Option<Tensor<InnerBackend, 1, Bool>> {
+        (!missing.is_empty()).then(|| {
             let mut mask = vec![true; flat.len];
-            for seg in &missing {
+            for seg in missing {
                 mask[seg.range()].iter_mut().for_each(|b| *b = false);
             }
-            Tensor::<InnerBackend, 1, Bool>::from_data(burn::tensor::TensorData::new(mask, [flat.len]), &device)
-        });
-        let update = Update { rule: self.rule, lr, factor, keep, skip, has_grad, corrections };
-        let (new_params, m, v) = update.apply(params, g, flat.m.clone(), flat.v.clone());
-        let views = all_views(&new_params, &flat.segments);
-        let segments = flat.segments.iter();
-        let mut load = LoadViews { flat: &new_params, segments, views, nodes: Vec::new(), old: Vec::new() };
-        let model = model.map(&mut load);
-        cube::release(load.old);
-        let nodes = load.nodes;
-        self.flat = Some(Flat { params: new_params, nodes, m, v, ..flat });
-        model
+            Tensor::<InnerBackend, 1, Bool>::from_data(burn::tensor::TensorData::new(mask, [flat.len]), device)
+        })
     }
 
     /// The flat layout of `seen`'s trainable parameters, with the state this optimizer holds for
@@ -537,14 +672,12 @@ fn without_skips(skips: &T1, beta: f64, t: i32, host: f64) -> T1 {
     shifted.sub_scalar(host).mul(any).add_scalar(host)
 }
 
-/// The update of the flat buffers.
+/// The update of the flat buffers as tensor ops.
 struct Update {
     rule: Rule,
     lr: f64,
     factor: Option<T1>,
     keep: Option<Tensor<InnerBackend, 1, Bool>>,
-    /// `keep` as a float, 1 where the step is skipped (`[1]`).
-    skip: Option<T1>,
     /// Where a parameter has a gradient this step (none: everywhere).
     has_grad: Option<Tensor<InnerBackend, 1, Bool>>,
     /// AdamW's bias corrections 1 - beta^t of this step.
@@ -573,42 +706,6 @@ impl Update {
         }
     }
 
-    /// AdamW as one kernel (`cube::adamw`) where it applies: a CubeCL device, the factor, the
-    /// skip and the bias corrections on the device, and every parameter with a gradient. The
-    /// kernel consumes the buffers and the scalars (no drop operation for each later); where it
-    /// does not apply, all come back as they were.
-    // Moved once a step.
-    #[allow(clippy::type_complexity, clippy::result_large_err)]
-    fn adamw_kernel(self, p: T1, g: T1, m0: T1, v0: T1) -> Result<(T1, T1, T1), (Self, [T1; 4])> {
-        let Update { rule, lr, factor, keep, skip, has_grad, corrections } = self;
-        let fused = match (rule, factor, skip, corrections, &has_grad) {
-            (
-                Rule::AdamW { beta1, beta2, epsilon, weight_decay },
-                Some(f),
-                Some(s),
-                Corrections::Device(c1, c2),
-                None,
-            ) => {
-                let inputs = [p, g, m0, v0, f, s, c1, c2].map(primitive);
-                cube::adamw(inputs, cube::AdamW { beta1, beta2, epsilon, weight_decay, lr })
-            }
-            (rule, factor, skip, corrections, _) => {
-                let update = Update { rule, lr, factor, keep, skip, has_grad, corrections };
-                return Err((update, [p, g, m0, v0]));
-            }
-        };
-        let wrap = |t| Tensor::from_primitive(TensorPrimitive::Float(t));
-        match fused {
-            Ok([p, m, v]) => Ok((wrap(p), wrap(m), wrap(v))),
-            Err([p, g, m, v, f, s, c1, c2]) => {
-                let (factor, skip) = (Some(wrap(f)), Some(wrap(s)));
-                let corrections = Corrections::Device(wrap(c1), wrap(c2));
-                let update = Update { rule, lr, factor, keep, skip, has_grad, corrections };
-                Err((update, [p, g, m, v].map(wrap)))
-            }
-        }
-    }
-
     /// The new parameters `p` and state `(m, v)` given the gradient `g`, all flat.
     fn apply(self, p: T1, g: T1, m0: Option<T1>, v0: Option<T1>) -> (T1, Option<T1>, Option<T1>) {
         let lr = self.lr;
@@ -616,10 +713,7 @@ impl Update {
             Rule::AdamW { beta1, beta2, epsilon, weight_decay } => {
                 let m0 = m0.unwrap_or_else(|| g.zeros_like());
                 let v0 = v0.unwrap_or_else(|| g.zeros_like());
-                let (update, [p, g, m0, v0]) = match self.adamw_kernel(p, g, m0, v0) {
-                    Ok((p, m, v)) => return (p, Some(m), Some(v)),
-                    Err(back) => back,
-                };
+                let update = self;
                 let g = update.scaled(g);
                 let m = m0.clone().mul_scalar(beta1).add(g.clone().mul_scalar(1.0 - beta1));
                 let v = v0.clone().mul_scalar(beta2).add(g.square().mul_scalar(1.0 - beta2));

@@ -27,41 +27,14 @@ use data::loader::SignBatch;
 use models::precision::{ComputeModel, Precast};
 use models::SignModel;
 
+pub use crate::amp::LossScale;
 use crate::inject::StepFaults;
 use crate::objective::Objective;
-use crate::optim::Optim;
+use crate::optim::{finite_step, Optim, StepCheck};
 use crate::profile::{Phase, Profiler};
 use crate::{InnerBackend, Result, TrainBackend};
 
 type Device = device::DispatchDevice;
-
-/// The factor the loss is multiplied by before the backward pass (f16 loss scaling; 1 otherwise).
-#[derive(Debug, Clone)]
-pub enum LossScale {
-    /// Known on the host.
-    Host(f64),
-    /// A `[1]` tensor on the device ([`crate::amp::DeviceScale`]), for a loop that does not read
-    /// each step's outcome.
-    Device(Tensor<InnerBackend, 1>),
-}
-
-impl LossScale {
-    /// The value (reading a device scale waits for the device).
-    pub fn value(&self) -> f64 {
-        match self {
-            LossScale::Host(s) => *s,
-            LossScale::Device(t) => t.clone().into_data().iter::<f64>().next().unwrap_or(f64::NAN),
-        }
-    }
-
-    /// `t / scale`, on the device.
-    fn unscale(&self, t: Tensor<InnerBackend, 1>) -> Tensor<InnerBackend, 1> {
-        match self {
-            LossScale::Host(s) => t.div_scalar(*s),
-            LossScale::Device(d) => t.div(d.clone()),
-        }
-    }
-}
 
 /// Everything about one step that is not the model, the optimizer or the data.
 #[derive(Debug, Clone)]
@@ -160,8 +133,6 @@ enum Pending {
         loss: Tensor<InnerBackend, 1>,
         correct: Tensor<InnerBackend, 1>,
         norm2: Tensor<InnerBackend, 1>,
-        /// Whether the update applied (loss and gradients finite), decided on the device.
-        keep: Tensor<InnerBackend, 1, Bool>,
         loss_scale: LossScale,
         samples: u64,
         memory: Option<device::MemoryStats>,
@@ -179,7 +150,7 @@ impl PendingOutcome {
     pub fn applied_on_device(&self) -> Option<Tensor<InnerBackend, 1, Bool>> {
         match &self.state {
             Pending::Read(_) => None,
-            Pending::Queued { keep, .. } => Some(keep.clone()),
+            Pending::Queued { loss, norm2, .. } => Some(finite_step(loss, norm2)),
         }
     }
 
@@ -445,21 +416,11 @@ fn queue_gradients(
         };
         (model, Pending::Read(StepOutcome { loss, correct, samples, grad_norm, applied, loss_scale: scale, memory }))
     } else {
-        // Finite loss and norm: |loss| + norm2 < inf is false for a NaN or an infinity in either
-        // (norm2 >= 0). One fused comparison, where `is_finite` runs seven unfused kernels.
-        let keep = loss.clone().abs().add(norm2.clone()).lower_elem(f64::INFINITY);
+        // Whether the step applies and the gradient's factor, decided on the device.
         let scale = settings.loss_scale.clone();
-        let grad_norm = scale.unscale(norm2.clone().sqrt());
-        let factor = if clip > 0.0 {
-            // 1 where the norm is within the limit, clip / (norm + 1e-6) where it is above.
-            let over = grad_norm.clone().greater_elem(clip);
-            let clipped = grad_norm.add_scalar(1e-6).recip().mul_scalar(clip);
-            Tensor::ones([1], device).mask_where(over, clipped)
-        } else {
-            Tensor::ones([1], device)
-        };
-        let model = optim.step(settings.lr, model, grads, Some(scale.unscale(factor)), Some(keep.clone()));
-        (model, Pending::Queued { loss, correct, norm2, keep, loss_scale: scale, samples, memory })
+        let check = StepCheck { loss: loss.clone(), norm2: norm2.clone(), scale: scale.clone(), clip };
+        let model = optim.step_checked(settings.lr, model, grads, check);
+        (model, Pending::Queued { loss, correct, norm2, loss_scale: scale, samples, memory })
     };
     prof.mark(device, Phase::Optimizer, t3);
     (model, PendingOutcome { state: pending })
