@@ -675,7 +675,7 @@ fn silu_backward_kernel<F: Float>(
 /// applies where `|loss| + norm2 < limit` (infinity: false for a NaN or an infinity in either);
 /// the factor is `clip / (norm + 1e-6)` where the unscaled norm is above `clip` (0: no
 /// clipping), else 1, over the scale. The bias corrections leave out the `skips[0]` unsettled
-/// skipped steps before this one (`host_c*` while there are none). Then the moments and the
+/// skipped steps before this one (the host's corrections while there are none). Then the moments and the
 /// decayed parameter minus the step, in the order of the tensor-op chain it replaces
 /// (`trainer::optim`); a skipped step writes every input back as it was (a selection: a
 /// non-finite step leaks nothing) and `new_skips[0]` counts it.

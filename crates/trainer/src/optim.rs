@@ -713,11 +713,10 @@ impl Update {
             Rule::AdamW { beta1, beta2, epsilon, weight_decay } => {
                 let m0 = m0.unwrap_or_else(|| g.zeros_like());
                 let v0 = v0.unwrap_or_else(|| g.zeros_like());
-                let update = self;
-                let g = update.scaled(g);
+                let g = self.scaled(g);
                 let m = m0.clone().mul_scalar(beta1).add(g.clone().mul_scalar(1.0 - beta1));
                 let v = v0.clone().mul_scalar(beta2).add(g.square().mul_scalar(1.0 - beta2));
-                let (m_hat, v_hat) = match &update.corrections {
+                let (m_hat, v_hat) = match &self.corrections {
                     Corrections::Host(c1, c2) => (m.clone().div_scalar(*c1), v.clone().div_scalar(*c2)),
                     Corrections::Device(c1, c2) => (m.clone().div(c1.clone()), v.clone().div(c2.clone())),
                 };
@@ -725,9 +724,9 @@ impl Update {
                 let decayed =
                     if weight_decay == 0.0 { p.clone() } else { p.clone().mul_scalar(1.0 - lr * weight_decay) };
                 let new_p = decayed - delta.mul_scalar(lr);
-                let m = update.pick(m, m0);
-                let v = update.pick(v, v0);
-                (update.pick(new_p, p), Some(m), Some(v))
+                let m = self.pick(m, m0);
+                let v = self.pick(v, v0);
+                (self.pick(new_p, p), Some(m), Some(v))
             }
             Rule::Sgd { momentum, nesterov, weight_decay } => {
                 let g = self.scaled(g);
