@@ -226,6 +226,10 @@ pub struct Optim {
     /// counted on the device (`[1]`); `None` when none is unsettled. The bias correction of a
     /// step takes them out on the device, so the loop need not read each step's outcome.
     unsettled_skips: Option<T1>,
+    /// The last host loss scale [`Optim::fused`] uploaded, with its `[1]` tensor, reused while
+    /// the scale and device are unchanged (an f32 run's scale is 1 throughout): an upload is
+    /// an operation of Burn's fusion stream each step.
+    host_scale: Option<(f32, T1)>,
 }
 
 impl std::fmt::Debug for Optim {
@@ -251,7 +255,7 @@ impl Optim {
                 weight_decay: f64::from(cfg.weight_decay as f32),
             },
         };
-        Self { rule, flat: None, loaded: HashMap::new(), applied: 0, unsettled_skips: None }
+        Self { rule, flat: None, loaded: HashMap::new(), applied: 0, unsettled_skips: None, host_scale: None }
     }
 
     /// `grads` in this optimizer's flat layout for `model`'s trainable parameters (laid out at
@@ -362,7 +366,7 @@ impl Optim {
         };
         let device = p.device();
         let scale = match &check.scale {
-            LossScale::Host(s) => Tensor::from_floats([*s as f32], &device),
+            LossScale::Host(s) => self.upload_scale(*s as f32, &device),
             LossScale::Device(d) => d.clone(),
         };
         let unsettled = self.unsettled_skips.is_some();
@@ -384,6 +388,18 @@ impl Optim {
                 }
                 let state = if had_state { [Some(wrap(m0)), Some(wrap(v0))] } else { [None, None] };
                 Err((gate, [wrap(p), wrap(g)], state))
+            }
+        }
+    }
+
+    /// The host loss scale `scale` as `[1]` on `device`: the last upload while it holds.
+    fn upload_scale(&mut self, scale: f32, device: &device::DispatchDevice) -> T1 {
+        match &self.host_scale {
+            Some((s, t)) if *s == scale && t.device() == *device => t.clone(),
+            _ => {
+                let t = Tensor::from_floats([scale], device);
+                self.host_scale = Some((scale, t.clone()));
+                t
             }
         }
     }
@@ -565,7 +581,8 @@ impl Optim {
             }
         }
         check_shapes(path, &slots, &Seen::of(model))?;
-        Ok(Self { rule: self.rule, flat: None, loaded: slots, applied: time as u64, unsettled_skips: None })
+        let applied = time as u64;
+        Ok(Self { rule: self.rule, flat: None, loaded: slots, applied, unsettled_skips: None, host_scale: None })
     }
 }
 
