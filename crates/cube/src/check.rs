@@ -126,6 +126,14 @@ fn self_test(device: &DispatchDevice, dtype: DType) -> Result<(), String> {
     expect("dwconv input gradient", gx, &per_frame(&|f| (t - f).min(k) as f32))?;
     let want_gw: Vec<f32> = (0..c * k).map(|i| (b * (t - k + 1 + i % k)) as f32).collect();
     expect("dwconv weight gradient", gw, &want_gw)?;
+    // The same over SiLU of 20 (20 and SiLU's derivative 1 to within half precision): 20 times
+    // the conv's output and weight gradient, its input gradient.
+    let x20 = tensor(vec![20.0; b * t * c], [b * t, c], device, dtype);
+    let y = crate::silu_dwconv(prim(&x20), prim(&w), t).ok();
+    expect("silu dwconv", y, &per_frame(&|t| 20.0 * (t + 1).min(k) as f32))?;
+    let (gx, gw) = crate::silu_dwconv_backward(prim(&x20), prim(&w), prim(&x), t).ok().unzip();
+    expect("silu dwconv input gradient", gx, &per_frame(&|f| (t - f).min(k) as f32))?;
+    expect("silu dwconv weight gradient", gw, &want_gw.iter().map(|g| 20.0 * g).collect::<Vec<f32>>())?;
 
     // SiLU of 0, 20 and -20 (40 each): 0, 20 and 0 to within half precision; with a gradient of
     // ones, 0.5, 1 and 0.

@@ -54,20 +54,48 @@ fn row_lanes<R: CubeRuntime>(client: &cubecl::client::ComputeClient<R>) -> u32 {
 /// The depthwise conv's taps over time for each output element of a contiguous `[B, T, C]`
 /// output, with `s = K - 1 - j`: causal, `out[b, t, c] = sum_j w[c, j] * input[b, t - s, c]`
 /// (the forward pass); anti-causal, `out[b, t, c] = sum_j w[c, j] * input[b, t + s, c]` (the
-/// input gradient, from the output gradient). Frames outside the sequence count as zero.
+/// input gradient, from the output gradient). Frames outside the sequence count as zero. With
+/// `silu` (causal only) the conv is over SiLU of `input`, computed as it is read.
 #[cube(launch)]
 fn dwconv_taps_kernel<F: Float>(
     input: &Tensor<F>,
     w: &Tensor<F>,
     out: &mut Tensor<F>,
     #[comptime] anti_causal: bool,
+    #[comptime] silu: bool,
     #[comptime] _revision: u64,
     #[define(F)] _dtype: StorageType,
 ) {
     if ABSOLUTE_POS >= out.len() {
         terminate!();
     }
-    out[ABSOLUTE_POS] = F::cast_from(dwconv_taps::<F>(input, w, out.shape(1), out.shape(2), anti_causal, false));
+    out[ABSOLUTE_POS] = F::cast_from(dwconv_taps::<F>(input, w, out.shape(1), out.shape(2), anti_causal, silu));
+}
+
+/// The input gradient of the causal conv over SiLU of `h` ([`dwconv_taps_kernel`] with
+/// `silu`): the anti-causal taps over the output gradient `g`, times SiLU's derivative at `h`
+/// (`s * (1 + h * (1 - s))`, `s = sigmoid(h)`), in f32 with nothing rounded in between. `g`
+/// and `h` are `[B, T, C]` (strided), `out` contiguous `[B, T, C]`.
+#[cube(launch)]
+fn dwconv_silu_grad_kernel<F: Float>(
+    g: &Tensor<F>,
+    w: &Tensor<F>,
+    h: &Tensor<F>,
+    out: &mut Tensor<F>,
+    #[comptime] _revision: u64,
+    #[define(F)] _dtype: StorageType,
+) {
+    if ABSOLUTE_POS >= out.len() {
+        terminate!();
+    }
+    let (frames, channels) = (out.shape(1), out.shape(2));
+    let acc = dwconv_taps::<F>(g, w, frames, channels, true, false);
+    let c = ABSOLUTE_POS % channels;
+    let t = (ABSOLUTE_POS / channels) % frames;
+    let b = ABSOLUTE_POS / (channels * frames);
+    let v = f32::cast_from(h[b * h.stride(0) + t * h.stride(1) + c * h.stride(2)]);
+    let s = sigmoid(v);
+    out[ABSOLUTE_POS] = F::cast_from(acc * s * (1.0f32 + v * (1.0f32 - s)));
 }
 
 /// The depthwise conv's tap sum at output element `ABSOLUTE_POS` of a contiguous `[B, T, C]`
@@ -128,13 +156,16 @@ fn lane_sum(partial: &SharedMemory<f32>, base: usize, col: usize) -> f32 {
 }
 
 /// `gw[c, j] = sum over b, t of x[b, t + j + 1 - K, c] * g[b, t, c]`: one cube per
-/// (channel block, tap), its row lanes summing strided rows, then added in shared memory.
+/// (channel block, tap), its row lanes summing strided rows, then added in shared memory. With
+/// `silu` the conv's input is SiLU of `x`, computed as it is read.
 #[cube(launch)]
+#[allow(clippy::too_many_arguments)]
 fn dwconv_weight_grad_kernel<F: Float>(
     x: &Tensor<F>,
     g: &Tensor<F>,
     gw: &mut Tensor<F>,
     #[comptime] units: u32,
+    #[comptime] silu: bool,
     #[comptime] _revision: u64,
     #[define(F)] _dtype: StorageType,
 ) {
@@ -153,7 +184,10 @@ fn dwconv_weight_grad_kernel<F: Float>(
             let t = r % frames;
             if t + j + 1 >= taps {
                 let src = t + j + 1 - taps;
-                let xv = f32::cast_from(x[b * x.stride(0) + src * x.stride(1) + c * x.stride(2)]);
+                let mut xv = f32::cast_from(x[b * x.stride(0) + src * x.stride(1) + c * x.stride(2)]);
+                if silu {
+                    xv *= sigmoid(xv);
+                }
                 acc += xv * f32::cast_from(g[b * g.stride(0) + t * g.stride(1) + c * g.stride(2)]);
             }
             r += lanes;
@@ -1672,10 +1706,21 @@ fn as_taps<R: CubeRuntime>(w: CubeTensor<R>) -> CubeTensor<R> {
     burn_cubecl::ops::reshape(w, Shape::new([c, k]))
 }
 
-/// Causal depthwise convolution: `x [B * T, C]` (`frames` = T), `w [C, 1, K]` -> `[B * T, C]`.
-pub(crate) fn causal_dwconv<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, frames: &usize) -> Vec<CubeTensor<R>> {
+/// A causal depthwise convolution's settings: the frames per sample, and whether its input
+/// goes through SiLU first (a conv block's SiLU and conv as one op in training).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Conv {
+    /// Frames per sample (`T` of the rows `[B * T, C]`).
+    pub frames: usize,
+    /// Whether the conv is over SiLU of its input.
+    pub silu: bool,
+}
+
+/// Causal depthwise convolution: `x [B * T, C]` (`frames` = T), `w [C, 1, K]` -> `[B * T, C]`,
+/// over SiLU of `x` with `set.silu`.
+pub(crate) fn causal_dwconv<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, set: &Conv) -> Vec<CubeTensor<R>> {
     let [x, w] = take(inputs);
-    let (x, w) = (as_frames(x, *frames), as_taps(w));
+    let (x, w) = (as_frames(x, set.frames), as_taps(w));
     let y = empty(&x, Shape::new(dims::<R, 3>(&x)));
     let (count, cube_dim) = elementwise(&y);
     let dtype = storage(y.dtype);
@@ -1687,6 +1732,7 @@ pub(crate) fn causal_dwconv<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, frames: 
         w.into_tensor_arg(),
         y.clone().into_tensor_arg(),
         false,
+        set.silu,
         REVISION,
         dtype,
     );
@@ -1694,28 +1740,44 @@ pub(crate) fn causal_dwconv<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, frames: 
 }
 
 /// Gradients of [`causal_dwconv`] with respect to `x` and `w` (in their shapes), from `x`, `w`
-/// and the output gradient.
-pub(crate) fn causal_dwconv_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, frames: &usize) -> Vec<CubeTensor<R>> {
+/// and the output gradient; with `set.silu`, `x`'s is through SiLU too (two launches either
+/// way: the SiLU's derivative is taken in the input gradient's kernel).
+pub(crate) fn causal_dwconv_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, set: &Conv) -> Vec<CubeTensor<R>> {
     let [x, w, g] = take(inputs);
     let weight_shape = w.meta.shape().clone();
-    let (x, w, g) = (as_frames(x, *frames), as_taps(w), as_frames(g, *frames));
+    let (x, w, g) = (as_frames(x, set.frames), as_taps(w), as_frames(g, set.frames));
     let [_, _, channels] = dims::<R, 3>(&x);
     let [_, taps] = dims::<R, 2>(&w);
     let dtype = storage(x.dtype);
     let gx = empty(&x, Shape::new(dims::<R, 3>(&x)));
     let gw = empty(&x, Shape::new([channels, taps]));
     let (count, cube_dim) = elementwise(&gx);
-    dwconv_taps_kernel::launch::<R>(
-        &gx.client,
-        count,
-        cube_dim,
-        g.clone().into_tensor_arg(),
-        w.into_tensor_arg(),
-        gx.clone().into_tensor_arg(),
-        true,
-        REVISION,
-        dtype,
-    );
+    if set.silu {
+        dwconv_silu_grad_kernel::launch::<R>(
+            &gx.client,
+            count,
+            cube_dim,
+            g.clone().into_tensor_arg(),
+            w.into_tensor_arg(),
+            x.clone().into_tensor_arg(),
+            gx.clone().into_tensor_arg(),
+            REVISION,
+            dtype,
+        );
+    } else {
+        dwconv_taps_kernel::launch::<R>(
+            &gx.client,
+            count,
+            cube_dim,
+            g.clone().into_tensor_arg(),
+            w.into_tensor_arg(),
+            gx.clone().into_tensor_arg(),
+            true,
+            false,
+            REVISION,
+            dtype,
+        );
+    }
     let (count, cube_dim, units) = per_channel(&gw.client, channels, taps);
     dwconv_weight_grad_kernel::launch::<R>(
         &gw.client,
@@ -1725,6 +1787,7 @@ pub(crate) fn causal_dwconv_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>,
         g.into_tensor_arg(),
         gw.clone().into_tensor_arg(),
         units,
+        set.silu,
         REVISION,
         dtype,
     );

@@ -1,7 +1,8 @@
 //! SignFlow's CubeCL kernels: ops the CPU runs as host loops (`models::kernels`: the causal
 //! depthwise conv and its gradients, SiLU, BatchNorm's statistics, backward, running
-//! statistics and inference, the ECA gate, attention; in inference a conv block's SiLU, conv
-//! and norm as one kernel) and the optimizer's gradient gather, as
+//! statistics and inference, the ECA gate, attention; a conv block's SiLU and conv as one op,
+//! and in inference its SiLU, conv and norm as one kernel) and the optimizer's gradient
+//! gather, as
 //! one kernel launch each (and the optimizer's parameter views, as none) on Burn's CubeCL
 //! backends (CUDA and WGPU) instead of the chains of tensor ops their reference formulations
 //! take (padding, `cat`, transposes, separate reductions, one slice write per tensor).
@@ -79,17 +80,7 @@ pub fn available(x: &DispatchTensor) -> bool {
 /// (see `models::kernels::Kernels::causal_dwconv`). Rows and taps are read in these shapes, so
 /// no reshape is queued around the op.
 pub fn causal_dwconv(x: DispatchTensor, w: DispatchTensor, frames: usize) -> Ran<DispatchTensor, 2> {
-    if !dwconv_shapes(&x, &w, frames) {
-        return Err([x, w]);
-    }
-    let op = Op {
-        name: "causal_dwconv",
-        bindings: 3,
-        shared: 0,
-        launch: Launchers::of(kernels::causal_dwconv, kernels::causal_dwconv),
-    };
-    let shape = x.shape();
-    op.run([x, w], [shape], frames).map(|[y]| y)
+    conv("causal_dwconv", x, w, kernels::Conv { frames, silu: false })
 }
 
 /// Gradients of [`causal_dwconv`] with respect to `x` and `w` (in their shapes).
@@ -99,13 +90,53 @@ pub fn causal_dwconv_backward(
     grad: DispatchTensor,
     frames: usize,
 ) -> Ran<(DispatchTensor, DispatchTensor), 3> {
-    if !dwconv_shapes(&x, &w, frames) || grad.shape() != x.shape() {
+    conv_backward("causal_dwconv_backward", x, w, grad, kernels::Conv { frames, silu: false })
+}
+
+/// [`causal_dwconv`] of SiLU of `h`, in one launch and one operation of Burn's fusion stream
+/// where the two ops take two of each, and without SiLU's output in memory (a conv block in
+/// training; see `models::kernels::Kernels::silu_dwconv`).
+pub fn silu_dwconv(h: DispatchTensor, w: DispatchTensor, frames: usize) -> Ran<DispatchTensor, 2> {
+    conv("silu_dwconv", h, w, kernels::Conv { frames, silu: true })
+}
+
+/// Gradients of [`silu_dwconv`] with respect to `h` and `w`, from `h`, `w` and the output
+/// gradient `grad`: two launches, where the conv's and SiLU's backward take three.
+pub fn silu_dwconv_backward(
+    h: DispatchTensor,
+    w: DispatchTensor,
+    grad: DispatchTensor,
+    frames: usize,
+) -> Ran<(DispatchTensor, DispatchTensor), 3> {
+    conv_backward("silu_dwconv_backward", h, w, grad, kernels::Conv { frames, silu: true })
+}
+
+/// The causal depthwise conv op `name` with settings `set`.
+fn conv(name: &'static str, x: DispatchTensor, w: DispatchTensor, set: kernels::Conv) -> Ran<DispatchTensor, 2> {
+    if !dwconv_shapes(&x, &w, set.frames) {
+        return Err([x, w]);
+    }
+    let op = Op { name, bindings: 3, shared: 0, launch: Launchers::of(kernels::causal_dwconv, kernels::causal_dwconv) };
+    let shape = x.shape();
+    op.run([x, w], [shape], set).map(|[y]| y)
+}
+
+/// The backward op `name` of [`conv`] with settings `set`.
+fn conv_backward(
+    name: &'static str,
+    x: DispatchTensor,
+    w: DispatchTensor,
+    grad: DispatchTensor,
+    set: kernels::Conv,
+) -> Ran<(DispatchTensor, DispatchTensor), 3> {
+    if !dwconv_shapes(&x, &w, set.frames) || grad.shape() != x.shape() {
         return Err([x, w, grad]);
     }
     let launch = Launchers::of(kernels::causal_dwconv_backward, kernels::causal_dwconv_backward);
-    let op = Op { name: "causal_dwconv_backward", bindings: 3, shared: 0, launch };
+    // The SiLU form's input-gradient kernel binds `h` beside `g`, `w` and the output.
+    let op = Op { name, bindings: 3 + u32::from(set.silu), shared: 0, launch };
     let shapes = [x.shape(), w.shape()];
-    op.run([x, w, grad], shapes, frames).map(|[gx, gw]| (gx, gw))
+    op.run([x, w, grad], shapes, set).map(|[gx, gw]| (gx, gw))
 }
 
 /// Whether `x [B * T, C]` holds whole samples of `frames` rows and `w` is `[C, 1, K]`.

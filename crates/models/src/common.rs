@@ -292,6 +292,20 @@ impl<B: Kernels> CausalDepthwiseConv<B> {
     pub fn forward(&self, x: Tensor<B, 2>, frames: usize) -> Tensor<B, 2> {
         crate::kernels::ops::causal_dwconv(x, self.conv.weight.val(), frames)
     }
+
+    /// The conv of SiLU of `h` (a conv block's activation and conv): one op where the GPU
+    /// kernels run ([`Kernels::silu_dwconv`]), else SiLU and the conv as two (the host loops
+    /// keep SiLU's output for the backward pass rather than compute it again).
+    ///
+    /// # Shapes
+    /// - h: `[batch * frames, channels]` -> same
+    pub fn forward_silu(&self, h: Tensor<B, 2>, frames: usize) -> Tensor<B, 2> {
+        if crate::kernels::ops::fused_kernels(&h) {
+            crate::kernels::ops::silu_dwconv(h, self.conv.weight.val(), frames)
+        } else {
+            self.forward(crate::kernels::ops::silu(h), frames)
+        }
+    }
 }
 
 /// Efficient channel attention: a sigmoid gate per channel from a k-tap convolution over the

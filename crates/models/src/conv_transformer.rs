@@ -95,7 +95,7 @@ impl<B: Kernels> ConvBlock<B> {
         let h = match self.norm.inference(&h.device()) {
             // SiLU, the conv and the norm as one op (one kernel on a GPU).
             Some(norm) => crate::kernels::ops::conv_block_eval(h, self.dwconv.conv.weight.val(), mask.frames(), norm),
-            None => self.norm.forward(self.dwconv.forward(crate::kernels::ops::silu(h), mask.frames())),
+            None => self.norm.forward(self.dwconv.forward_silu(h, mask.frames())),
         };
         let h = self.eca.forward(h, mask);
         let h = linear(&self.project, h);

@@ -72,6 +72,29 @@ pub trait Kernels: Backend {
         portable::causal_dwconv_backward::<Self>(x, w, grad, frames)
     }
 
+    /// [`Kernels::causal_dwconv`] of [`Kernels::silu`] of `h`: a conv block's middle in
+    /// training. A GPU backend runs it as one kernel that computes SiLU as it reads `h` and
+    /// keeps no SiLU output for the backward pass (which takes SiLU's derivative in the input
+    /// gradient's kernel): one launch fewer each way than the two ops. Layers take it where the
+    /// GPU kernels run ([`Kernels::fused_kernels`]); on the host the two ops' loops are faster
+    /// (SiLU's output is kept, not computed again in the backward pass).
+    ///
+    /// # Shapes
+    /// - h: `[batch * frames, channels]`, w: `[channels, 1, kernel]` -> like h
+    fn silu_dwconv(h: FloatTensor<Self>, w: FloatTensor<Self>, frames: usize) -> FloatTensor<Self> {
+        portable::silu_dwconv::<Self>(h, w, frames)
+    }
+
+    /// Gradients of [`Kernels::silu_dwconv`] with respect to `h` and `w` (in their shapes).
+    fn silu_dwconv_backward(
+        h: FloatTensor<Self>,
+        w: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+        frames: usize,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        portable::silu_dwconv_backward::<Self>(h, w, grad, frames)
+    }
+
     /// SiLU, `x * sigmoid(x)`, in one pass (Burn composes it from several single-threaded passes).
     fn silu<const D: usize>(x: FloatTensor<Self>) -> FloatTensor<Self> {
         portable::silu::<Self, D>(x)
@@ -646,6 +669,22 @@ mod portable {
         unwrap(if dtype == param { y } else { y.cast(burn::tensor::FloatDType::from(dtype)) })
     }
 
+    /// The backend's own two ops in turn.
+    pub(super) fn silu_dwconv<B: Kernels>(h: FloatTensor<B>, w: FloatTensor<B>, frames: usize) -> FloatTensor<B> {
+        B::causal_dwconv(B::silu::<2>(h), w, frames)
+    }
+
+    /// The two ops' gradients in turn, SiLU's output computed again.
+    pub(super) fn silu_dwconv_backward<B: Kernels>(
+        h: FloatTensor<B>,
+        w: FloatTensor<B>,
+        grad: FloatTensor<B>,
+        frames: usize,
+    ) -> (FloatTensor<B>, FloatTensor<B>) {
+        let (gs, gw) = B::causal_dwconv_backward(B::silu::<2>(h.clone()), w, grad, frames);
+        (B::silu_backward::<2>(h, gs), gw)
+    }
+
     /// The backend's own three ops in turn.
     pub(super) fn conv_block_eval<B: Kernels>(
         h: FloatTensor<B>,
@@ -793,6 +832,20 @@ impl Kernels for burn::Dispatch {
     ) -> (FloatTensor<Self>, FloatTensor<Self>) {
         cube::causal_dwconv_backward(x, w, grad, frames)
             .unwrap_or_else(|[x, w, grad]| portable::causal_dwconv_backward::<Self>(x, w, grad, frames))
+    }
+
+    fn silu_dwconv(h: FloatTensor<Self>, w: FloatTensor<Self>, frames: usize) -> FloatTensor<Self> {
+        cube::silu_dwconv(h, w, frames).unwrap_or_else(|[h, w]| portable::silu_dwconv::<Self>(h, w, frames))
+    }
+
+    fn silu_dwconv_backward(
+        h: FloatTensor<Self>,
+        w: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+        frames: usize,
+    ) -> (FloatTensor<Self>, FloatTensor<Self>) {
+        cube::silu_dwconv_backward(h, w, grad, frames)
+            .unwrap_or_else(|[h, w, grad]| portable::silu_dwconv_backward::<Self>(h, w, grad, frames))
     }
 
     fn silu<const D: usize>(x: FloatTensor<Self>) -> FloatTensor<Self> {
@@ -1112,33 +1165,67 @@ impl<B: Kernels> Backward<B, 3> for NormOp {
     }
 }
 
+/// The backward step of [`Kernels::causal_dwconv`] (and of [`Kernels::silu_dwconv`], the conv
+/// of SiLU of its input, with `silu`), with the frames per sample.
+#[derive(Clone, Copy, Debug)]
+struct Dwconv {
+    frames: usize,
+    silu: bool,
+}
+
+impl<B: Kernels> Backward<B, 2> for Dwconv {
+    type State = (FloatTensor<B>, FloatTensor<B>);
+    fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [px, pw] = ops.parents;
+        let grad = grads.consume::<B>(&ops.node);
+        let (x, w) = ops.state;
+        let (gx, gw) = if self.silu {
+            B::silu_dwconv_backward(x, w, grad, self.frames)
+        } else {
+            B::causal_dwconv_backward(x, w, grad, self.frames)
+        };
+        if let Some(node) = px {
+            grads.register::<B>(node.id, gx);
+        }
+        if let Some(node) = pw {
+            grads.register::<B>(node.id, gw);
+        }
+    }
+}
+
+impl Dwconv {
+    /// The forward op on the inner backend.
+    fn forward<B: Kernels>(&self, x: FloatTensor<B>, w: FloatTensor<B>) -> FloatTensor<B> {
+        if self.silu {
+            B::silu_dwconv(x, w, self.frames)
+        } else {
+            B::causal_dwconv(x, w, self.frames)
+        }
+    }
+}
+
+/// The conv op `conv` under autodiff: its input and weight are kept for the backward pass.
+fn dwconv_op<B: Kernels, C: CheckpointStrategy>(
+    x: FloatTensor<Autodiff<B, C>>,
+    w: FloatTensor<Autodiff<B, C>>,
+    conv: Dwconv,
+) -> FloatTensor<Autodiff<B, C>> {
+    match conv.prepare::<C>([x.node.clone(), w.node.clone()]).compute_bound().stateful() {
+        OpsKind::Tracked(prep) => {
+            let out = conv.forward::<B>(x.primitive.clone(), w.primitive.clone());
+            prep.finish((x.primitive, w.primitive), out)
+        }
+        OpsKind::UnTracked(prep) => prep.finish(conv.forward::<B>(x.primitive, w.primitive)),
+    }
+}
+
 impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
     fn causal_dwconv(x: FloatTensor<Self>, w: FloatTensor<Self>, frames: usize) -> FloatTensor<Self> {
-        /// The backward step, with the frames per sample.
-        #[derive(Debug)]
-        struct Dwconv(usize);
-        impl<B: Kernels> Backward<B, 2> for Dwconv {
-            type State = (FloatTensor<B>, FloatTensor<B>);
-            fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
-                let [px, pw] = ops.parents;
-                let grad = grads.consume::<B>(&ops.node);
-                let (x, w) = ops.state;
-                let (gx, gw) = B::causal_dwconv_backward(x, w, grad, self.0);
-                if let Some(node) = px {
-                    grads.register::<B>(node.id, gx);
-                }
-                if let Some(node) = pw {
-                    grads.register::<B>(node.id, gw);
-                }
-            }
-        }
-        match Dwconv(frames).prepare::<C>([x.node.clone(), w.node.clone()]).compute_bound().stateful() {
-            OpsKind::Tracked(prep) => {
-                let out = B::causal_dwconv(x.primitive.clone(), w.primitive.clone(), frames);
-                prep.finish((x.primitive, w.primitive), out)
-            }
-            OpsKind::UnTracked(prep) => prep.finish(B::causal_dwconv(x.primitive, w.primitive, frames)),
-        }
+        dwconv_op::<B, C>(x, w, Dwconv { frames, silu: false })
+    }
+
+    fn silu_dwconv(h: FloatTensor<Self>, w: FloatTensor<Self>, frames: usize) -> FloatTensor<Self> {
+        dwconv_op::<B, C>(h, w, Dwconv { frames, silu: true })
     }
 
     fn silu<const D: usize>(x: FloatTensor<Self>) -> FloatTensor<Self> {
@@ -1404,6 +1491,11 @@ pub mod ops {
     /// See [`Kernels::causal_dwconv`].
     pub fn causal_dwconv<B: Kernels>(x: Tensor<B, 2>, w: Tensor<B, 3>, frames: usize) -> Tensor<B, 2> {
         wrap(B::causal_dwconv(unwrap(x), unwrap(w), frames))
+    }
+
+    /// See [`Kernels::silu_dwconv`].
+    pub fn silu_dwconv<B: Kernels>(h: Tensor<B, 2>, w: Tensor<B, 3>, frames: usize) -> Tensor<B, 2> {
+        wrap(B::silu_dwconv(unwrap(h), unwrap(w), frames))
     }
 
     /// See [`Kernels::silu`].

@@ -357,6 +357,15 @@ fn causal_dwconv_kernel_matches_burn_conv1d_forward_and_backward() {
         let g3 = (y3 * Tensor::<AD, 3>::from_inner(gy)).sum().backward();
         close(&format!("{name} closed-form dx"), &values(gx_ref), &grad_values(&x3, &g3), 1e-5);
         close(&format!("{name} closed-form dw"), &values(gw_ref), &grad_values(&w3, &g3), 1e-4);
+        // The conv of SiLU as one op (its own backward) against SiLU and the conv as two.
+        let ours = ops::silu_dwconv(x.clone().reshape([b * t, c]), w.clone().reshape([c, 1, k]), t);
+        let g4 = probe(ours.clone().reshape([b, t, c]), [b, t, c]).backward();
+        let (x5, w5) = (x.clone().detach().require_grad(), w.clone().detach().require_grad());
+        let two = ops::causal_dwconv(ops::silu(x5.clone().reshape([b * t, c])), w5.clone().reshape([c, 1, k]), t);
+        let g5 = probe(two.clone().reshape([b, t, c]), [b, t, c]).backward();
+        close(&format!("silu {name} forward"), &ad_values(ours), &ad_values(two), 1e-6);
+        close(&format!("silu {name} dx"), &grad_values(&x, &g4), &grad_values(&x5, &g5), 1e-6);
+        close(&format!("silu {name} dw"), &grad_values(&w, &g4), &grad_values(&w5, &g5), 1e-6);
     }
 }
 
@@ -1140,7 +1149,25 @@ mod slow {
                 let (x32, g32) = (x.clone().cast(FloatDType::F32), g.clone().cast(FloatDType::F32));
                 close(&format!("{name} silu"), &values(y), &values(reference::silu(x32.clone())), tol);
                 let gx = wrap3(cube::silu_backward(prim(&x), prim(&g)).expect("runs on WGPU"));
-                close(&format!("{name} silu dx"), &values(gx), &values(reference::silu_backward(x32, g32)), tol);
+                close(
+                    &format!("{name} silu dx"),
+                    &values(gx),
+                    &values(reference::silu_backward(x32.clone(), g32.clone())),
+                    tol,
+                );
+                // The conv of SiLU of x in one kernel each way, against SiLU and the conv's
+                // reference ops in f32 (the kernels round once, the ops at each op).
+                let w32 = w.clone().cast(FloatDType::F32);
+                let s32 = reference::silu(x32.clone());
+                let y = wrap2(cube::silu_dwconv(prim2(&rows), prim(&w3), t).expect("silu dwconv runs on WGPU"));
+                let y_ref = reference::causal_dwconv(s32.clone(), w32.clone());
+                close(&format!("{name} silu dwconv"), &values(y), &values(y_ref), tol * 5.0);
+                let (gh, gw) =
+                    cube::silu_dwconv_backward(prim2(&rows), prim(&w3), prim2(&g_rows), t).expect("runs on WGPU");
+                let (gs_ref, gw_ref) = reference::causal_dwconv_backward(s32, w32, g32);
+                let gh_ref = reference::silu_backward(x32, gs_ref);
+                close(&format!("{name} silu dwconv dh"), &values(wrap2(gh)), &values(gh_ref), tol * 5.0);
+                close(&format!("{name} silu dwconv dw"), &values(wrap3(gw)), &values(gw_ref), tol * 10.0);
 
                 let (x2, g2) = (x.clone().reshape([b * t, c]), g.clone().reshape([b * t, c]));
                 let stats = wrap2(cube::channel_stats(prim2(&x2)).expect("stats run on WGPU"));
