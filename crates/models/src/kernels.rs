@@ -76,8 +76,8 @@ pub trait Kernels: Backend {
     /// training. A GPU backend runs it as one kernel that computes SiLU as it reads `h` and
     /// keeps no SiLU output for the backward pass (which takes SiLU's derivative in the input
     /// gradient's kernel): one launch fewer each way than the two ops. Layers take it where the
-    /// GPU kernels run ([`Kernels::fused_kernels`]); on the host the two ops' loops are faster
-    /// (SiLU's output is kept, not computed again in the backward pass).
+    /// GPU kernels run ([`Kernels::fused_kernels`]); on the host they keep the two ops, whose
+    /// loops keep SiLU's output rather than compute it again in the backward pass.
     ///
     /// # Shapes
     /// - h: `[batch * frames, channels]`, w: `[channels, 1, kernel]` -> like h
