@@ -94,8 +94,7 @@ fn dwconv_silu_grad_kernel<F: Float>(
     let t = (ABSOLUTE_POS / channels) % frames;
     let b = ABSOLUTE_POS / (channels * frames);
     let v = f32::cast_from(h[b * h.stride(0) + t * h.stride(1) + c * h.stride(2)]);
-    let s = sigmoid(v);
-    out[ABSOLUTE_POS] = F::cast_from(acc * s * (1.0f32 + v * (1.0f32 - s)));
+    out[ABSOLUTE_POS] = F::cast_from(silu_grad(v, acc));
 }
 
 /// The depthwise conv's tap sum at output element `ABSOLUTE_POS` of a contiguous `[B, T, C]`
@@ -127,7 +126,7 @@ fn dwconv_taps<F: Float>(
         } else if t >= shift {
             let mut v = f32::cast_from(input[base + (t - shift) * input.stride(1)]);
             if silu {
-                v *= sigmoid(v);
+                v = silu_of(v);
             }
             acc += wv * v;
         }
@@ -186,7 +185,7 @@ fn dwconv_weight_grad_kernel<F: Float>(
                 let src = t + j + 1 - taps;
                 let mut xv = f32::cast_from(x[b * x.stride(0) + src * x.stride(1) + c * x.stride(2)]);
                 if silu {
-                    xv *= sigmoid(xv);
+                    xv = silu_of(xv);
                 }
                 acc += xv * f32::cast_from(g[b * g.stride(0) + t * g.stride(1) + c * g.stride(2)]);
             }
@@ -670,6 +669,19 @@ fn sigmoid(z: f32) -> f32 {
     1.0f32 / (1.0f32 + f32::exp(0.0f32 - z))
 }
 
+/// SiLU, `v * sigmoid(v)`.
+#[cube]
+fn silu_of(v: f32) -> f32 {
+    v * sigmoid(v)
+}
+
+/// The gradient `g` through SiLU at `v`: `g * s * (1 + v * (1 - s))` with `s = sigmoid(v)`.
+#[cube]
+fn silu_grad(v: f32, g: f32) -> f32 {
+    let s = sigmoid(v);
+    g * s * (1.0f32 + v * (1.0f32 - s))
+}
+
 /// SiLU, `x * sigmoid(x)`, of each element of a contiguous `x` (in f32).
 #[cube(launch)]
 fn silu_kernel<F: Float>(
@@ -682,7 +694,7 @@ fn silu_kernel<F: Float>(
         terminate!();
     }
     let v = f32::cast_from(x[ABSOLUTE_POS]);
-    out[ABSOLUTE_POS] = F::cast_from(v * sigmoid(v));
+    out[ABSOLUTE_POS] = F::cast_from(silu_of(v));
 }
 
 /// SiLU's gradient, `grad * s * (1 + x * (1 - s))` with `s = sigmoid(x)`, of contiguous `x` and
@@ -699,8 +711,7 @@ fn silu_backward_kernel<F: Float>(
         terminate!();
     }
     let v = f32::cast_from(x[ABSOLUTE_POS]);
-    let s = sigmoid(v);
-    out[ABSOLUTE_POS] = F::cast_from(f32::cast_from(grad[ABSOLUTE_POS]) * s * (1.0f32 + v * (1.0f32 - s)));
+    out[ABSOLUTE_POS] = F::cast_from(silu_grad(v, f32::cast_from(grad[ABSOLUTE_POS])));
 }
 
 /// One AdamW step over flat f32 buffers, each element on its own unit, that first decides on
