@@ -383,7 +383,7 @@ fn settle_one(device: &Device, pending: PendingOutcome, optim: &mut Optim, prof:
 
 /// [`apply_gradients`] up to the read: on a GPU-class device the update is queued and the
 /// outcome left there; on the CPU it is read first (the update depends on it there).
-fn queue_gradients(
+pub fn queue_gradients(
     device: &Device,
     model: SignModel<TrainBackend>,
     optim: &mut Optim,

@@ -26,7 +26,7 @@ use crate::objective::Objective;
 use crate::optim::Optim;
 use crate::profile::Profiler;
 use crate::resolve::ResolvedCompute;
-use crate::step::{apply_gradients, compute_gradients, queue_step, settle, PendingOutcome, StepSettings};
+use crate::step::{compute_gradients, queue_gradients, queue_step, settle, PendingOutcome, StepSettings};
 use crate::{InnerBackend, Result, TrainBackend, TrainError};
 
 /// Untimed steps before counting: the first compiles and tunes, the second and third may still
@@ -51,9 +51,10 @@ pub struct CountReport {
     pub steps: usize,
     /// Kernels launched per step.
     pub launches_per_step: f64,
-    /// Of these, the forward and backward passes' (one extra step, split by a sync).
+    /// The forward and backward passes' launches in one extra step split by a sync (which can
+    /// cut a fusion block, so with [`Self::launches_update`] a launch more than a step).
     pub launches_forward_backward: u64,
-    /// Of these, the update's: norm, clipping, finite check, optimizer (the same extra step).
+    /// The update's launches in that step: gather, norm, clipping, finite check, optimizer.
     pub launches_update: u64,
     /// Host waits per step (reads + syncs + re-seeds).
     pub host_waits_per_step: f64,
@@ -115,7 +116,7 @@ impl CountReport {
     pub fn render(&self) -> String {
         let mut s = format!(
             "{} on {} ({}), batch {} x {} frames, {} counted steps\n\
-             per step: {:.0} kernel launches ({} forward and backward, {} update), {:.0} host waits \
+             per step: {:.0} kernel launches ({} forward and backward + {} update in one more step split by a sync), {:.0} host waits \
              ({:.0} reads, {:.0} syncs, {:.0} re-seeds), host time {:.1} ms\n\
              fusion: {:.0} operations registered ({:.0} of them tensor drops), {:.0} plans run\n\
              kernels compiled: {} in the {} warm-up steps (first step {:.1} s), {} in the counted steps\n\
@@ -197,9 +198,10 @@ pub fn count(
     let Steps { model, pending, warm, after, first_step_s, mut host_ms } =
         run_steps(device, model, &mut optim, &objective, &base, &batch, opts.steps, cfg.training.seed, &read)?;
     let counted = after.clone() - warm.clone();
+    let (model, split, forward_backward, update) =
+        split_step(device, model, &mut optim, &objective, &base, &batch, &read)?;
     // The read the loop makes once per log interval.
-    let _ = settle(pending, &mut optim);
-    let (model, forward_backward, update) = split_step(device, model, &mut optim, &objective, &base, &batch, &read)?;
+    let _ = settle(pending.into_iter().chain([split]).collect(), &mut optim);
     let infer = ComputeModel::new(model.valid(), precision.float_dtype());
     let inputs = batch.inputs.inner().into_data();
     let mut batches = vec![1, opts.batch];
@@ -293,8 +295,10 @@ fn count_inference(
     })
 }
 
-/// The work of one more step, split where the update begins: (the model after it, forward and
-/// backward, update).
+/// The work of one more step queued as the counted ones are (its outcome left unread after
+/// theirs), split by a sync where the update begins: (the model after it, its outcome, forward
+/// and backward, update). The sync ends the forward pass's last fusion block early, so the two
+/// parts can add up to a launch more than a step.
 fn split_step(
     device: &device::DispatchDevice,
     model: SignModel<TrainBackend>,
@@ -303,7 +307,7 @@ fn split_step(
     settings: &StepSettings,
     batch: &data::loader::SignBatch<TrainBackend>,
     read: &dyn Fn() -> Result<WorkCounts>,
-) -> Result<(SignModel<TrainBackend>, WorkCounts, WorkCounts)> {
+) -> Result<(SignModel<TrainBackend>, PendingOutcome, WorkCounts, WorkCounts)> {
     let mut prof = Profiler::new(false);
     let before = read()?;
     let precast = crate::step::precast(device, &model, optim, settings);
@@ -311,10 +315,10 @@ fn split_step(
         compute_gradients(device, &model, precast, objective, settings, &[1.0], &mut prof, |_| Ok(batch.clone()))?;
     device::memory::sync(device);
     let mid = read()?;
-    let (model, _) = apply_gradients(device, model, optim, settings, grads, &mut prof);
+    let (model, outcome) = queue_gradients(device, model, optim, settings, grads, &mut prof);
     device::memory::sync(device);
     let end = read()?;
-    Ok((model, mid.clone() - before, end - mid))
+    Ok((model, outcome, mid.clone() - before, end - mid))
 }
 
 /// What the warm-up and the counted steps left.

@@ -1051,6 +1051,9 @@ const MAX_HOST_WAITS_PER_STEP: f64 = 0.0;
 /// Operations registered with Burn's fusion layer per step (tensor drops included): each costs
 /// host time whether or not it launches, and a CUDA step is bound by the host (158 now).
 const MAX_FUSION_OPS_PER_STEP: f64 = 165.0;
+/// Launches of the step's update (gradient gather into the flat buffer, norm, AdamW's one
+/// kernel): 7 now, where per-tensor AdamW launched 164.
+const MAX_UPDATE_LAUNCHES: u64 = 8;
 /// Launches and fusion operations of one inference pass of that model (upload, forward, the
 /// logits' read) at batch 1 and 8: it launches 24 and registers 57-59.
 const MAX_INFERENCE_LAUNCHES: f64 = 26.0;
@@ -1096,6 +1099,13 @@ fn a_training_step_on_wgpu_launches_a_bounded_number_of_kernels_and_waits_a_boun
     assert!(f("fusion_ops_per_step") >= f("fusion_plans_per_step"), "{r}");
     assert!(f("fusion_drops_per_step") >= 1.0, "{r}");
     assert!(f("fusion_ops_per_step") <= MAX_FUSION_OPS_PER_STEP, "{r}");
+    // The flat optimizer: the update is a handful of launches, AdamW's one kernel among them,
+    // and the split step (queued as the counted ones are) adds up to a counted step.
+    let update = r["launches_update"].as_u64().expect("launches_update");
+    assert!((3..=MAX_UPDATE_LAUNCHES).contains(&update), "{r}");
+    assert!(r["update_kernels"].to_string().contains("AdamwKernel"), "{r}");
+    let split = (r["launches_forward_backward"].as_u64().unwrap() + update) as f64;
+    assert!((split - f("launches_per_step")).abs() <= 1.0, "{r}");
     // The step runs SignFlow's CubeCL kernels (crates/cube), not their reference tensor ops.
     let names = r["kernels"].to_string();
     // No bool-to-float cast: Burn's fusion cannot join one, and the ops queued after it then
