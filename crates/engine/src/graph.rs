@@ -92,27 +92,41 @@ pub fn norm<B: Backend>(bn: &BatchNorm<B>) -> (Vec<f32>, Vec<f32>) {
     (scale, shift)
 }
 
-/// Norm after a linear: columns scaled, bias `b * s + h`.
-fn fold_after<B: Backend>(l: &Linear<B>, bn: &BatchNorm<B>, weights: Weights) -> Dense {
-    let (mut w, k, n, bias) = linear(l);
-    let (s, h) = norm(bn);
-    w.chunks_mut(n).for_each(|row| row.iter_mut().zip(&s).for_each(|(w, s)| *w *= s));
-    let bias = (0..n).map(|j| bias.as_ref().map_or(0.0, |b| b[j]) * s[j] + h[j]).collect();
-    Dense::new(w, k, n, Some(bias), weights)
+/// A `Linear` with a norm folded in, on the host: weight `[k, n]` row-major and its bias.
+pub(crate) struct FoldedLinear {
+    pub(crate) w: Vec<f32>,
+    pub(crate) k: usize,
+    pub(crate) n: usize,
+    pub(crate) bias: Vec<f32>,
 }
 
-/// Norm before a linear: rows scaled, bias `h W + b`.
-fn fold_before<B: Backend>(bn: &BatchNorm<B>, l: &Linear<B>, weights: Weights) -> Dense {
-    let (mut w, k, n, bias) = linear(l);
-    let (s, h) = norm(bn);
-    let mut b: Vec<f64> = bias.map_or(vec![0.0; n], |b| b.iter().map(|v| *v as f64).collect());
-    for (i, row) in w.chunks_mut(n).enumerate() {
-        for (j, v) in row.iter_mut().enumerate() {
-            b[j] += h[i] as f64 * *v as f64;
-            *v *= s[i];
-        }
+impl FoldedLinear {
+    /// Norm after a linear: columns scaled, bias `b * s + h`.
+    pub(crate) fn after<B: Backend>(l: &Linear<B>, bn: &BatchNorm<B>) -> Self {
+        let (mut w, k, n, bias) = linear(l);
+        let (s, h) = norm(bn);
+        w.chunks_mut(n).for_each(|row| row.iter_mut().zip(&s).for_each(|(w, s)| *w *= s));
+        let bias = (0..n).map(|j| bias.as_ref().map_or(0.0, |b| b[j]) * s[j] + h[j]).collect();
+        Self { w, k, n, bias }
     }
-    Dense::new(w, k, n, Some(b.into_iter().map(|v| v as f32).collect()), weights)
+
+    /// Norm before a linear: rows scaled, bias `h W + b`.
+    pub(crate) fn before<B: Backend>(bn: &BatchNorm<B>, l: &Linear<B>) -> Self {
+        let (mut w, k, n, bias) = linear(l);
+        let (s, h) = norm(bn);
+        let mut b: Vec<f64> = bias.map_or(vec![0.0; n], |b| b.iter().map(|v| *v as f64).collect());
+        for (i, row) in w.chunks_mut(n).enumerate() {
+            for (j, v) in row.iter_mut().enumerate() {
+                b[j] += h[i] as f64 * *v as f64;
+                *v *= s[i];
+            }
+        }
+        Self { w, k, n, bias: b.into_iter().map(|v| v as f32).collect() }
+    }
+
+    fn dense(self, weights: Weights) -> Dense {
+        Dense::new(self.w, self.k, self.n, Some(self.bias), weights)
+    }
 }
 
 fn plain<B: Backend>(l: &Linear<B>, weights: Weights) -> Dense {
@@ -190,9 +204,9 @@ impl EvalTransformerBlock {
     /// The eval form of `b`, its dense layers stored as `weights` says.
     pub fn new<B: Backend>(b: &TransformerBlock<B>, weights: Weights) -> Self {
         Self {
-            qkv: fold_before(&b.norm1.bn, &b.attention.qkv, weights),
+            qkv: FoldedLinear::before(&b.norm1.bn, &b.attention.qkv).dense(weights),
             proj: plain(&b.attention.proj, weights),
-            ffn_in: fold_before(&b.norm2.bn, &b.ffn_in, weights),
+            ffn_in: FoldedLinear::before(&b.norm2.bn, &b.ffn_in).dense(weights),
             ffn_out: plain(&b.ffn_out, weights),
             heads: b.attention.heads,
         }
@@ -289,7 +303,7 @@ impl EvalGraph {
         let [features, _] = m.stem.weight.dims();
         let [_, classes] = m.classifier.weight.dims();
         Self {
-            stem: fold_after(&m.stem, &m.stem_norm.bn, weights),
+            stem: FoldedLinear::after(&m.stem, &m.stem_norm.bn).dense(weights),
             conv_blocks: m.conv_blocks.iter().map(|b| EvalConvBlock::new(b, weights)).collect(),
             transformer_blocks: m.transformer_blocks.iter().map(|b| EvalTransformerBlock::new(b, weights)).collect(),
             per_stage: m.conv_blocks_per_stage,

@@ -8,15 +8,20 @@
 //! ([`EvalConvBlock`], [`EvalTransformerBlock`]); each block's f32 form equals Burn's eval
 //! forward of that block, and the whole graph Burn's forward of the model, within float rounding
 //! (tested), so the int8 figures measure quantization alone.
+//!
+//! [`fold`] folds the same norms into the Burn model itself: the model `infer` runs on a
+//! device.
 
 #![warn(missing_docs)]
 
 pub mod act;
 pub mod dense;
+pub mod fold;
 pub mod graph;
 pub mod q8;
 
 pub use dense::Weights;
+pub use fold::{fold_norms, inference_model};
 pub use graph::{EvalConvBlock, EvalGraph, EvalTransformerBlock};
 
 /// What the eval graph cannot do.

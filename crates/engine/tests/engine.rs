@@ -226,3 +226,51 @@ fn unsupported_models_and_bad_shapes_are_errors() {
     let err = g.logits(&[0.0; 12], &[3], 2).unwrap_err().to_string();
     assert!(err.contains("3 valid frames"), "{err}");
 }
+
+/// The model `infer` runs, its norms folded into the linear layers beside them, gives Burn's
+/// forward of the unfolded model (pooled and per frame, with padding); its folded norms are the
+/// identity, so the eval graph built from it is the unfolded model's graph; the other
+/// architectures and a model that can still train come back unfolded.
+#[test]
+fn folded_norms_give_the_unfolded_models_forward() {
+    let (features, classes) = (21, 9);
+    let m = model(features, classes);
+    let folded = engine::fold_norms(m.clone());
+    let SignModel::ConvTransformer(f) = &folded else { panic!("not a conv-transformer") };
+    let norms = [&f.stem_norm].into_iter().chain(f.transformer_blocks.iter().flat_map(|b| [&b.norm1, &b.norm2]));
+    assert!(norms.into_iter().all(|n| n.folded));
+    assert!(f.conv_blocks.iter().all(|b| !b.norm.folded), "the conv blocks' norms run inside their conv");
+    assert!(f.stem.bias.is_some() && f.transformer_blocks[0].attention.qkv.bias.is_some());
+    let graph = EvalGraph::new(&m, Weights::F32).unwrap();
+    let graph_of_folded = EvalGraph::new(&folded, Weights::F32).unwrap();
+    for (batch, frames) in [(1, 1), (3, 16), (5, 24)] {
+        let (x, mask, valid) = inputs(batch, frames, features);
+        let want = values(m.forward(x.clone(), mask.clone()));
+        let got = values(folded.forward(x.clone(), mask.clone()));
+        let scale = max_abs(&want).max(1.0);
+        let worst = want.iter().zip(&got).fold(0.0f32, |w, (a, b)| w.max((a - b).abs()));
+        assert!(worst <= 2e-5 * scale, "{batch}x{frames}: folded logits differ by {worst} (scale {scale})");
+        assert_ne!(want, values(m.forward(x.clone() * 1.5, mask.clone())), "the inputs matter");
+        let want = values(m.forward_frames(x.clone(), mask.clone()));
+        let got = values(folded.forward_frames(x.clone(), mask));
+        let scale = max_abs(&want).max(1.0);
+        let worst = want.iter().zip(&got).fold(0.0f32, |w, (a, b)| w.max((a - b).abs()));
+        assert!(worst <= 2e-5 * scale, "frames {batch}x{frames}: folded logits differ by {worst}");
+        let host = values(x);
+        assert_eq!(
+            graph.logits(&host, &valid, frames).unwrap(),
+            graph_of_folded.logits(&host, &valid, frames).unwrap()
+        );
+    }
+    let compute = engine::inference_model(m.clone(), burn::tensor::FloatDType::F32);
+    let (x, mask, _) = inputs(2, 8, features);
+    let (want, got) = (values(m.forward(x.clone(), mask.clone())), values(compute.forward(x, mask)));
+    assert!(want.iter().zip(&got).all(|(a, b)| (a - b).abs() <= 2e-5 * max_abs(&want).max(1.0)));
+
+    let gru = ModelConfig::Gru(GruModelConfig { hidden: 8, ..Default::default() }).init::<B>(5, 3, &dev());
+    assert!(matches!(engine::fold_norms(gru), SignModel::Gru(_)));
+    let training = ModelConfig::ConvTransformer(ConvTransformerConfig { dim: 16, heads: 2, ..Default::default() })
+        .init::<AD>(5, 3, &dev());
+    let SignModel::ConvTransformer(t) = engine::fold_norms(training) else { panic!() };
+    assert!(!t.stem_norm.folded && t.stem.bias.is_none(), "a model on an autodiff device is left to train");
+}

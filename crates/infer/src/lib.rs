@@ -126,9 +126,11 @@ pub struct PredictorOptions {
     /// With [`Compute::Float`] on the CPU at f32, run conv-transformers through [`engine`]'s f32 eval graph (BatchNorm
     /// folded, no autodiff or tensor dispatch, large batches split over the threads: faster than
     /// Burn's forward, figures in docs/PERFORMANCE.md; logits equal to it within float
-    /// rounding). On by default; `false` keeps Burn's forward, the path the
-    /// trainer's evaluation takes, for results equal to it to the last bit. Other devices,
-    /// precisions and architectures always run Burn's forward.
+    /// rounding); elsewhere (other devices, precisions and architectures) run Burn's forward of
+    /// the model with the norms beside its linear layers folded into them ([`engine::fold`]:
+    /// fewer kernels on a GPU; equal within float rounding). On by default; `false` keeps Burn's
+    /// forward of the model as trained, the path the trainer's evaluation takes, for results
+    /// equal to it to the last bit.
     pub eval_graph: bool,
     /// Labels returned per prediction.
     pub top_k: usize,
@@ -310,7 +312,12 @@ impl Predictor {
             })?),
             None => None,
         };
-        let model = held::Held::new(ComputeModel::new(model, precision.float_dtype()));
+        let dtype = precision.float_dtype();
+        let model = held::Held::new(if opts.eval_graph {
+            engine::inference_model(model, dtype)
+        } else {
+            ComputeModel::new(model, dtype)
+        });
         let decoder = match &card.ctc {
             Some(ctc) => ctc.decoder(&card.labels).map_err(|message| InferError::Model {
                 path: dir.join(bundle::layout::CARD_FILE),

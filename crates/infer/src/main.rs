@@ -40,9 +40,10 @@ struct ModelArgs {
     /// CTC models: decode without the model card's lexicon.
     #[arg(long)]
     no_lexicon: bool,
-    /// On the CPU at f32, run Burn's forward (the trainer's evaluation path, equal to it to the
-    /// last bit) instead of the eval graph (BatchNorm folded; equal within float rounding and
-    /// faster).
+    /// Run Burn's forward of the model as trained (the trainer's evaluation path, equal to it to
+    /// the last bit) instead of its eval form: on the CPU at f32 the eval graph, elsewhere Burn's
+    /// forward with BatchNorm folded into the linear layers beside it (both equal within float
+    /// rounding and faster).
     #[arg(long)]
     burn_forward: bool,
 }

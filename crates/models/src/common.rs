@@ -205,12 +205,16 @@ fn gcd(mut a: usize, mut b: usize) -> usize {
 pub struct ChannelNorm<B: Backend> {
     /// Burn's BatchNorm, whose parameters and running statistics this layer uses.
     pub bn: BatchNorm<B>,
+    /// Folded into a neighbouring linear layer's weights for inference (`engine::fold`): the
+    /// layer is then the identity. Not part of the record (a folded model is never saved), so
+    /// a loaded norm is never folded.
+    pub folded: bool,
 }
 
 impl<B: Kernels> ChannelNorm<B> {
     /// A norm over `channels` with running-statistics momentum `momentum`.
     pub fn new(channels: usize, momentum: f64, device: &B::Device) -> Self {
-        Self { bn: BatchNormConfig::new(channels).with_momentum(momentum).init(device) }
+        Self { bn: BatchNormConfig::new(channels).with_momentum(momentum).init(device), folded: false }
     }
 
     /// # Shapes
@@ -225,6 +229,9 @@ impl<B: Kernels> ChannelNorm<B> {
     /// parameters as it is and write the output in its dtype; elsewhere it is cast to f32 and
     /// back.
     pub fn forward(&self, x: Tensor<B, 2>) -> Tensor<B, 2> {
+        if self.folded {
+            return x;
+        }
         let dtype = x.dtype();
         let to_f32 = |x: Tensor<B, 2>| if dtype == DType::F32 { x } else { x.cast(FloatDType::F32) };
         let back = |y: Tensor<B, 2>| if dtype == DType::F32 { y } else { y.cast(dtype) };
@@ -254,9 +261,10 @@ impl<B: Kernels> ChannelNorm<B> {
 impl<B: Backend> ChannelNorm<B> {
     /// In inference (no autodiff on `device`) and with the kernels' epsilon, the norm's
     /// `[gamma, beta, running mean, running variance]` on `device`, for an op that applies it
-    /// inside its own pass; `None` where [`ChannelNorm::forward`] must run it.
+    /// inside its own pass; `None` where [`ChannelNorm::forward`] must run it (a folded norm
+    /// too: it runs as the identity).
     pub fn inference(&self, device: &B::Device) -> Option<[Tensor<B, 1>; 4]> {
-        if B::ad_enabled(device) || self.bn.epsilon != crate::kernels::NORM_EPS {
+        if self.folded || B::ad_enabled(device) || self.bn.epsilon != crate::kernels::NORM_EPS {
             return None;
         }
         let (mean, var) = (self.bn.running_mean.value(), self.bn.running_var.value());
@@ -384,8 +392,10 @@ impl<B: Kernels> SelfAttention<B> {
         // matrix product) so no activation is sliced; heads split/merged by `kernels`.
         let rows = x;
         let w = self.qkv.weight.val(); // [d, 3d]
+        let bias = self.qkv.bias.as_ref().map(|b| b.val()); // [3d] (a folded norm's shift)
         let part = |i: usize| {
-            crate::kernels::ops::linear(rows.clone(), w.clone().narrow(1, i * d, d), None).reshape([b, t, d])
+            let bias = bias.clone().map(|b| b.narrow(0, i * d, d));
+            crate::kernels::ops::linear(rows.clone(), w.clone().narrow(1, i * d, d), bias).reshape([b, t, d])
         };
         let q = crate::kernels::ops::split_heads(part(0), h); // [B, H, T, hd]
         let kt = crate::kernels::ops::split_heads_transposed(part(1), h); // [B, H, hd, T]

@@ -441,6 +441,7 @@ fn channel_norm_kernel_matches_burn_batch_norm_and_updates_running_stats_the_sam
                 beta: burn::module::Param::from_tensor(beta.clone()),
                 ..ours.bn
             },
+            folded: false,
         };
         let theirs = BatchNormConfig::new(c).with_momentum(0.05).init::<AD>(&dev());
         let theirs = burn::nn::BatchNorm {

@@ -13,7 +13,7 @@ use burn::module::{AutodiffModule, Module};
 use burn::prelude::Backend;
 use burn::tensor::{Bool, Distribution, Int, Tensor, TensorData};
 use data::loader::SignBatch;
-use models::precision::{ComputeModel, Materialize};
+use models::precision::Materialize;
 use models::SignModel;
 use serde::Serialize;
 
@@ -352,7 +352,7 @@ pub fn bench(cfg: &ExperimentConfig, compute: &ResolvedCompute, opts: &BenchOpti
     let total: Vec<f64> = fwd.iter().zip(&bwd).zip(&opt).map(|((a, b), c)| a + b + c).collect();
     let step_ms = median(total);
 
-    let infer = ComputeModel::new(model.valid(), precision.float_dtype());
+    let infer = engine::inference_model(model.valid(), precision.float_dtype());
     let x_inner = x.inner();
     let x1 = x_inner.clone().narrow(0, 0, 1);
     let m1 = Tensor::<InnerBackend, 2, Bool>::from_data(TensorData::new(vec![false; t], [1, t]), device);

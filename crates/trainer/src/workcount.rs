@@ -202,7 +202,7 @@ pub fn count(
         split_step(device, model, &mut optim, &objective, &base, &batch, &read)?;
     // The read the loop makes once per log interval.
     let _ = settle(pending.into_iter().chain([split]).collect(), &mut optim);
-    let infer = ComputeModel::new(model.valid(), precision.float_dtype());
+    let infer = engine::inference_model(model.valid(), precision.float_dtype());
     let inputs = batch.inputs.inner().into_data();
     let mut batches = vec![1, opts.batch];
     batches.dedup();

@@ -1055,8 +1055,9 @@ const MAX_FUSION_OPS_PER_STEP: f64 = 165.0;
 /// kernel): 7 now, where per-tensor AdamW launched 164.
 const MAX_UPDATE_LAUNCHES: u64 = 8;
 /// Launches and fusion operations of one inference pass of that model (upload, forward, the
-/// logits' read) at batch 1 and 8: it launches 24 and registers 57-59.
-const MAX_INFERENCE_LAUNCHES: f64 = 26.0;
+/// logits' read) at batch 1 and 8: it launches 21 and registers 60-62 (the norms beside linear
+/// layers folded into them: 3 launches fewer, 3 operations more).
+const MAX_INFERENCE_LAUNCHES: f64 = 23.0;
 const MAX_INFERENCE_FUSION_OPS: f64 = 68.0;
 
 #[test]
@@ -1145,10 +1146,10 @@ fn a_training_step_on_wgpu_launches_a_bounded_number_of_kernels_and_waits_a_boun
         assert!(g("fusion_ops") >= g("launches") && g("fusion_ops") <= MAX_INFERENCE_FUSION_OPS, "{p}");
         let names = p["kernels"].to_string();
         // The conv blocks' SiLU, conv and norm as one kernel (no conv of its own); the other
-        // norms as theirs.
-        let ours = ["ConvBlockEvalKernel", "ChannelNormEvalKernel"];
-        assert!(ours.iter().all(|k| names.contains(k)) && !names.contains("BoolCastKernel"), "{names}");
+        // norms folded into the linear layers beside them (no norm kernel at all).
+        assert!(names.contains("ConvBlockEvalKernel") && !names.contains("BoolCastKernel"), "{names}");
         assert!(!names.contains("DwconvTapsKernel"), "a conv apart from its block's kernel: {names}");
+        assert!(!names.contains("ChannelNorm"), "a norm not folded: {names}");
     }
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
