@@ -98,7 +98,7 @@ def main(argv: list[str]) -> int:
             print(f"seed-autotune: the seed lacks {total} result(s): a cold machine tunes them again; "
                   f"scripts/seed-autotune.py --merge {source} {caches} adds them")
         elif not total:
-            print(f"seed-autotune: {source} has every result of {', '.join(args[1:])}")
+            print(f"seed-autotune: {source} has every result of the {len(args) - 1} caches")
         return 0
     for d in args[1:]:
         dest = Path(d)
