@@ -43,32 +43,39 @@ def seed(source: Path, dest: Path) -> int:
     return copied
 
 
+def key_of(line: str) -> str | None:
+    """A result line's tuning key, or None for a line that is not a result."""
+    try:
+        key = json.loads(line)["key"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return json.dumps(key, sort_keys=True) if isinstance(key, dict) else None
+
+
 def results(path: Path) -> dict[str, str]:
-    """A result file's lines by their tuning key (a line that is not a result is left out)."""
+    """A result file's lines by their tuning key."""
     out = {}
     for line in path.read_text(errors="replace").splitlines():
-        try:
-            key = json.dumps(json.loads(line)["key"], sort_keys=True)
-        except (ValueError, KeyError, TypeError):
-            continue
-        out.setdefault(key, line)
+        key = key_of(line)
+        if key is not None:
+            out.setdefault(key, line)
     return out
 
 
 def missing(source: Path, caches: list[Path]) -> dict[Path, list[str]]:
     """The result lines of `caches` whose keys `source` lacks, by file relative to the caches."""
-    out: dict[Path, list[str]] = {}
+    known: dict[Path, dict[str, str]] = {}
+    lacking: dict[Path, dict[str, str]] = {}
     for cache in caches:
         for f in sorted(cache.rglob("*.json.log")) if cache.is_dir() else []:
             rel = f.relative_to(cache)
-            kept = source / rel
-            known = results(kept) if kept.exists() else {}
-            seen = {json.dumps(json.loads(line)["key"], sort_keys=True) for line in out.get(rel, [])}
+            if rel not in known:
+                kept = source / rel
+                known[rel] = results(kept) if kept.exists() else {}
             for key, line in results(f).items():
-                if key not in known and key not in seen:
-                    out.setdefault(rel, []).append(line)
-                    seen.add(key)
-    return out
+                if key not in known[rel]:
+                    lacking.setdefault(rel, {}).setdefault(key, line)
+    return {rel: list(lines.values()) for rel, lines in lacking.items()}
 
 
 def main(argv: list[str]) -> int:
@@ -82,7 +89,12 @@ def main(argv: list[str]) -> int:
         print(f"seed-autotune: {source} is not a directory of autotune results", file=sys.stderr)
         return 1
     if mode:
-        lacking = missing(source, [Path(d) for d in args[1:]])
+        try:
+            lacking = missing(source, [Path(d) for d in args[1:]])
+        except OSError as e:
+            # Listing is advice: a cache that cannot be read does not fail CI.
+            print(f"seed-autotune: cannot compare with the seed: {e}")
+            return 1 if mode == "--merge" else 0
         for rel, lines in sorted(lacking.items()):
             print(f"seed-autotune: {source / rel}: {len(lines)} result(s) tuned here that the seed lacks")
             if mode == "--merge":
