@@ -16,8 +16,8 @@
 # step counted on the cache as it is (the first run compiles and tunes the kernels; a cut run's
 # launch log is kept to show where it stood), counted again on the warm cache (compilations of a
 # second identical run), and against PyTorch (training, inference at batch 1 and BATCH); then the
-# batch `auto` picks and a bench there. At the end the cache comes back as kernels.txz when it
-# compresses to under 16 MiB.
+# batch `auto` picks and a bench there, in `auto` precision and in f32. At the end the cache
+# comes back as kernels.txz when it compresses to under 16 MiB.
 # REFERENCE=1 adds the f32 step with Burn's tensor ops in place of SignFlow's CubeCL kernels.
 # DEVICE=wgpu runs the same on a WGPU adapter (llvmpipe too: BATCH=8 FRAMES=16 STEPS=2 keep it short).
 set -uo pipefail
@@ -155,6 +155,12 @@ if step tune-batch "$((LIMIT * 2 / 3))" "$BIN/trainer" tune-batch --device "$DEV
   if [ -n "$auto" ]; then
     step "bench-auto-$auto" "$((LIMIT * 2 / 3))" "$BIN/trainer" bench --reference --device "$DEVICE" --batch "$auto" \
       --frames "$FRAMES" --steps "$STEPS" --latency-runs 0 --json "$OUT/bench-auto.json"
+    # f32 at the same batch: at batch 64 the step is bound by the host's work per launch, the
+    # same in every precision, so half precision's gain over f32 shows only where the GPU's
+    # arithmetic is the larger part (the batch `auto` picks is the largest that fits).
+    step "bench-auto-$auto-f32" "$((LIMIT * 2 / 3))" "$BIN/trainer" bench --reference --device "$DEVICE" \
+      --precision f32 --batch "$auto" --frames "$FRAMES" --steps "$STEPS" --latency-runs 0 \
+      --json "$OUT/bench-auto-f32.json"
   fi
 fi
 rm -rf "$OUT/work"
