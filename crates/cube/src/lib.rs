@@ -820,3 +820,27 @@ fn warn_once(op: &str, why: &str) {
         seen.push(key);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// cubecl's persistent caches key a compiled kernel by its type, launch settings and
+    /// compile-time arguments, not its code: every launched kernel takes the hash of its source
+    /// file (`kernels::REVISION`) as one, so a changed kernel is compiled again, never served
+    /// from an older build's PTX or SPIR-V.
+    #[test]
+    fn every_launched_kernel_takes_the_source_revision() {
+        let source = include_str!("kernels.rs");
+        let mut kernels = 0;
+        for (at, _) in source.match_indices("#[cube(launch)]") {
+            let rest = &source[at..];
+            let name = rest.split("fn ").nth(1).and_then(|s| s.split(['<', '(']).next()).unwrap_or("?");
+            let signature = &rest[..rest.find(") {").expect("a kernel's signature ends with `) {`")];
+            assert!(
+                signature.contains("#[comptime] _revision: u64"),
+                "kernel `{name}` lacks `#[comptime] _revision: u64`"
+            );
+            kernels += 1;
+        }
+        assert!(kernels >= 20, "found {kernels} launched kernels in kernels.rs");
+    }
+}

@@ -22,9 +22,10 @@ pub const CACHE_ENV: &str = "SIGNFLOW_KERNEL_CACHE";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuntimeSetup {
     /// The cache directory in use: autotune results under `autotune/`, compiled kernels (PTX on
-    /// CUDA, SPIR-V on Vulkan) under [`kernels_dir_name`] (cubecl keys them by kernel type,
-    /// launch settings and its own version, not by source, so a build whose kernels changed
-    /// must not reuse them).
+    /// CUDA, SPIR-V on Vulkan) under `kernels-<SignFlow version>/`. cubecl keys a compiled kernel
+    /// by its type, launch settings and compile-time arguments, not by its code; SignFlow's own
+    /// kernels take a hash of their source as a compile-time argument (`cube::kernels`), so a
+    /// build whose kernels changed compiles them again.
     pub cache_dir: Option<PathBuf>,
     /// The file kernel launches and compilations are appended to, when counting.
     pub count_log: Option<PathBuf>,
@@ -91,7 +92,7 @@ fn apply(cache_dir: Option<PathBuf>, count_log: Option<&Path>) -> RuntimeSetup {
     if let Some(dir) = &cache_dir {
         // cubecl adds `autotune/<its version>/` below the root.
         cfg.autotune.cache = CacheConfig::File(dir.clone());
-        let kernels = dir.join(kernels_dir_name(env!("CARGO_PKG_VERSION"), KERNEL_SOURCE));
+        let kernels = dir.join(concat!("kernels-", env!("CARGO_PKG_VERSION")));
         cfg.compilation.cache = Some(CacheConfig::File(kernels));
     }
     if let Some(log) = count_log {
@@ -116,20 +117,6 @@ fn apply(_cache_dir: Option<PathBuf>, count_log: Option<&Path>) -> RuntimeSetup 
     }
 }
 
-/// The source of SignFlow's own CubeCL kernels, the only kernels whose code can change without
-/// a version change (Burn's and cubecl's are pinned, and cubecl puts its version in the cache
-/// path): the compiled-kernel directory is keyed by it.
-#[cfg(any(feature = "cuda", feature = "wgpu"))]
-const KERNEL_SOURCE: &[u8] = include_bytes!("../../cube/src/kernels.rs");
-
-/// The compiled-kernel directory's name: `kernels-<version>-<FNV-1a of the kernels' source>`,
-/// so a build with changed kernels compiles them again instead of loading stale ones that have
-/// the same kernel ids.
-pub fn kernels_dir_name(version: &str, source: &[u8]) -> String {
-    let hash = source.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
-    format!("kernels-{version}-{hash:016x}")
-}
-
 /// `dir` exists (created if needed) and a file can be written in it.
 #[cfg(any(feature = "cuda", feature = "wgpu"))]
 fn usable_dir(dir: &Path) -> std::io::Result<()> {
@@ -151,15 +138,5 @@ mod tests {
             Some(v) => assert_eq!(dir, Some(PathBuf::from(v))),
             None => assert!(dir.is_none_or(|d| d.ends_with("signflow/kernels"))),
         }
-    }
-
-    #[test]
-    fn the_compiled_kernel_directory_changes_with_the_kernels_source() {
-        let a = kernels_dir_name("0.1.0", b"fn kernel() { a + b }");
-        assert_eq!(a, kernels_dir_name("0.1.0", b"fn kernel() { a + b }"));
-        assert_ne!(a, kernels_dir_name("0.1.0", b"fn kernel() { a - b }"));
-        assert_ne!(a, kernels_dir_name("0.2.0", b"fn kernel() { a + b }"));
-        // FNV-1a 64 of the empty input is its offset basis.
-        assert_eq!(kernels_dir_name("0.1.0", b""), "kernels-0.1.0-cbf29ce484222325");
     }
 }
