@@ -234,7 +234,7 @@ pub fn capabilities(target: &Target, inv: &Inventory) -> Capabilities {
                     (true, true),
                     (false, false),
                     Precision::F16,
-                    "adapter supports SHADER_F16; WGSL has no bf16".into(),
+                    "adapter supports SHADER_F16; no bf16 arithmetic on WGPU".into(),
                 )
             } else if f16 {
                 caps(
@@ -248,7 +248,7 @@ pub fn capabilities(target: &Target, inv: &Inventory) -> Capabilities {
                     (false, false),
                     (false, false),
                     Precision::F32,
-                    "adapter lacks SHADER_F16; WGSL has no bf16".into(),
+                    "adapter lacks SHADER_F16; no bf16 arithmetic on WGPU".into(),
                 )
             }
         }

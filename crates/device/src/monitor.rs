@@ -45,6 +45,8 @@ pub struct Stat {
     pub count: u64,
 }
 
+// Built where the sampler thread is (CUDA builds) and for the unit tests.
+#[cfg(any(feature = "cuda", test))]
 impl Stat {
     fn add(&mut self, v: f64) {
         self.count += 1;
@@ -133,12 +135,14 @@ impl GpuSample {
 }
 
 /// Folds samples into per-GPU statistics (the sampler thread's, and the unit tests').
+#[cfg(any(feature = "cuda", test))]
 #[derive(Debug, Default)]
 pub(crate) struct Aggregator {
     gpus: Vec<GpuSummary>,
     samples: u64,
 }
 
+#[cfg(any(feature = "cuda", test))]
 impl Aggregator {
     /// Add a sample of GPU `name`.
     pub fn add(&mut self, name: &str, s: &GpuSample) {
