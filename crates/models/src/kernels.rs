@@ -95,19 +95,6 @@ pub trait Kernels: Backend {
         portable::silu_dwconv_backward::<Self>(h, w, grad, frames)
     }
 
-    /// GELU, `x * Phi(x)` in its erf form (Burn's `Gelu`, the backend's own op), whose gradient
-    /// is [`Kernels::gelu_exact_backward`]: Burn's CubeCL backends differentiate it as the tanh
-    /// approximation, a different function (its derivative off by up to 8.7e-4, at x = 2.02).
-    fn gelu_exact<const D: usize>(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        <Self as burn::tensor::ops::ActivationOps<Self>>::gelu(x)
-    }
-
-    /// Gradient of [`Kernels::gelu_exact`]: `grad * (Phi(x) + x * phi(x))`, on the host Flex's
-    /// one pass, elsewhere element-wise tensor ops (fused into one kernel on CubeCL backends).
-    fn gelu_exact_backward<const D: usize>(x: FloatTensor<Self>, grad: FloatTensor<Self>) -> FloatTensor<Self> {
-        portable::gelu_exact_backward::<Self, D>(x, grad)
-    }
-
     /// SiLU, `x * sigmoid(x)`, in one pass (Burn composes it from several single-threaded passes).
     fn silu<const D: usize>(x: FloatTensor<Self>) -> FloatTensor<Self> {
         portable::silu::<Self, D>(x)
@@ -521,17 +508,6 @@ mod portable {
             wanted[1].then(|| B::linear_weight_backward(x, g.clone())),
             wanted[2].then(|| B::linear_bias_backward(g)),
         ]
-    }
-
-    pub(super) fn gelu_exact_backward<B: Kernels, const D: usize>(
-        x: FloatTensor<B>,
-        grad: FloatTensor<B>,
-    ) -> FloatTensor<B> {
-        let (x, g) = (wrap::<B, D>(x), wrap::<B, D>(grad));
-        if host_ok(&x) && host_ok(&g) {
-            return <B as burn::tensor::ops::ActivationOps<B>>::gelu_backward(unwrap(x), unwrap(g));
-        }
-        unwrap(reference::gelu_backward(x, g))
     }
 
     pub(super) fn silu<B: Kernels, const D: usize>(x: FloatTensor<B>) -> FloatTensor<B> {
@@ -1252,11 +1228,6 @@ impl<B: Kernels, C: CheckpointStrategy> Kernels for Autodiff<B, C> {
         dwconv_op::<B, C>(h, w, Dwconv { frames, silu: true })
     }
 
-    fn gelu_exact<const D: usize>(x: FloatTensor<Self>) -> FloatTensor<Self> {
-        let input = x.primitive.clone();
-        unary_op::<B, C, _>(x, B::gelu_exact::<D>, |grad, x| B::gelu_exact_backward::<D>(x, grad), input)
-    }
-
     fn silu<const D: usize>(x: FloatTensor<Self>) -> FloatTensor<Self> {
         #[derive(Debug)]
         struct Silu<const D: usize>;
@@ -1527,11 +1498,6 @@ pub mod ops {
         wrap(B::silu_dwconv(unwrap(h), unwrap(w), frames))
     }
 
-    /// See [`Kernels::gelu_exact`].
-    pub fn gelu<B: Kernels, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
-        wrap(B::gelu_exact::<D>(unwrap(x)))
-    }
-
     /// See [`Kernels::silu`].
     pub fn silu<B: Kernels, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
         wrap(B::silu::<D>(unwrap(x)))
@@ -1692,15 +1658,6 @@ pub mod reference {
     /// `x < -11`, where the result is then 0 instead of < 2e-5.
     pub fn sigmoid<B: Backend, const D: usize>(x: Tensor<B, D>) -> Tensor<B, D> {
         x.neg().exp().add_scalar(1.0).recip()
-    }
-
-    /// The exact gradient of GELU's erf form: `grad * (Phi(x) + x * phi(x))`, with
-    /// `Phi(x) = (1 + erf(x / sqrt 2)) / 2` and `phi(x) = exp(-x^2 / 2) / sqrt(2 pi)`.
-    pub fn gelu_backward<B: Backend, const D: usize>(x: Tensor<B, D>, grad: Tensor<B, D>) -> Tensor<B, D> {
-        let cdf = (x.clone() / core::f64::consts::SQRT_2).erf().add_scalar(1.0).mul_scalar(0.5);
-        let inv_sqrt_2pi = 1.0 / (2.0 * core::f64::consts::PI).sqrt();
-        let pdf = x.clone().powi_scalar(2).mul_scalar(-0.5).exp().mul_scalar(inv_sqrt_2pi);
-        grad * (cdf + x * pdf)
     }
 
     /// `x * sigmoid(x)` ([`sigmoid`]).

@@ -152,12 +152,6 @@ fn self_attention<B: Kernels>(mha: &MultiHeadAttention<B>, x: Tensor<B, 3>, key_
 }
 
 fn feed_forward<B: Kernels>(ff: &PositionWiseFeedForward<B>, x: Tensor<B, 3>) -> Tensor<B, 3> {
-    let h = linear_rows(&ff.linear_inner, x);
-    // Burn's GELU through `Kernels`, whose gradient is GELU's on every backend.
-    let h = match &ff.activation {
-        burn::nn::activation::Activation::Gelu(_) => crate::kernels::ops::gelu(h),
-        other => other.forward(h),
-    };
-    let h = ff.dropout.forward(h);
+    let h = ff.dropout.forward(ff.activation.forward(linear_rows(&ff.linear_inner, x)));
     linear_rows(&ff.linear_outer, h)
 }

@@ -1075,12 +1075,12 @@ mod slow {
         }
     }
 
-    /// GELU's gradient is the derivative of the GELU computed (erf form), `Phi(x) + x phi(x)`,
-    /// on the CPU and on WGPU, where Burn's CubeCL backends differentiate the erf form as the
-    /// tanh approximation (off by up to 8.7e-4, at x = 2.02).
+    /// Burn's GELU (`activation::gelu`, the `Gelu` module's op) has the derivative of the GELU
+    /// it computes (erf form), `Phi(x) + x phi(x)`, on the CPU and on WGPU, where upstream Burn's
+    /// CubeCL backends differentiate it as the tanh approximation (off by up to 8.7e-4, at
+    /// x = 2.02; the vendored dispatcher's `GeluGradient`).
     #[test]
     fn gelu_gradient_is_the_exact_derivative_on_cpu_and_wgpu() {
-        use models::kernels::ops;
         /// erf by its Taylor series in f64 (|x| <= 3: terms below 1e-17 after 60).
         fn erf(x: f64) -> f64 {
             let (mut term, mut sum) = (x, x);
@@ -1104,7 +1104,7 @@ mod slow {
         devices.extend(wgpu_device().map(|s| ("wgpu", s.device)));
         for (name, device) in devices {
             let x = Tensor::<AD, 1>::from_data(TensorData::new(xs.to_vec(), [xs.len()]), &device).require_grad();
-            let grads = ops::gelu(x.clone()).sum().backward();
+            let grads = burn::tensor::activation::gelu(x.clone()).sum().backward();
             let got: Vec<f32> = x.grad(&grads).unwrap().into_data().to_vec().unwrap();
             let worst = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
             assert!(worst <= 2e-6, "{name}: GELU gradient off by {worst:.2e}: {got:?} vs {want:?}");
