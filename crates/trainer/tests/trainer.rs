@@ -2555,7 +2555,7 @@ mod slow {
     fn default_model_trains_on_wgpu_in_f32_and_f16_with_memory_figures_and_oom_recovery() {
         let tmp = tempfile::tempdir().unwrap();
         let sets = [
-            "training.epochs=4",
+            "training.epochs=2",
             "augment.enabled=false",
             "schedule.warmup_epochs=0.25",
             "training.precision=\"auto\"",
@@ -2573,7 +2573,7 @@ mod slow {
             t0.elapsed().as_secs_f64(),
             s.peak_memory_mib
         );
-        assert_eq!(s.steps, 36);
+        assert_eq!(s.steps, 18);
         assert!(last < first, "f32 loss did not fall: {first} -> {last}");
         assert_eq!(s.precision, "f32");
         assert!(
@@ -2586,7 +2586,7 @@ mod slow {
         assert_eq!((s.batch_size, s.accumulation_steps), (4, 2));
         let rows = trainer::metrics::read_rows(&run_dir.join("metrics.csv")).unwrap();
         let epochs: Vec<_> = rows.iter().filter(|r| r.kind == "epoch").collect();
-        assert_eq!(epochs.len(), 4);
+        assert_eq!(epochs.len(), 2);
         for e in &epochs {
             let (used, reserved) = (e.mem_in_use_mib.unwrap(), e.mem_reserved_mib.unwrap());
             assert!(used > 0.0 && used <= reserved, "epoch {}: {used} / {reserved} MiB", e.epoch);
@@ -2594,16 +2594,12 @@ mod slow {
         let [used, reserved] = s.peak_memory_mib.expect("peak memory on a GPU backend");
         assert!(used > 0.0 && used <= reserved);
         let mem: Vec<_> = rows.iter().filter(|r| r.kind == "memory").map(|r| r.step).collect();
-        assert_eq!(
-            mem,
-            [5, 10, 15, 20, 25, 30, 35],
-            "cache emptied every 5 steps (step 5 ran before the fault and again after)"
-        );
+        assert_eq!(mem, [5, 10, 15], "cache emptied every 5 steps (step 5 ran before the fault and again after)");
         let ev = kinds(&events(&run_dir));
         assert!(ev.contains(&"device_fault".to_string()), "{ev:?}");
 
         let f16 =
-            ["training.epochs=3", "augment.enabled=false", "schedule.warmup_epochs=0.25", "training.precision=\"f16\""];
+            ["training.epochs=2", "augment.enabled=false", "schedule.warmup_epochs=0.25", "training.precision=\"f16\""];
         let s = train_in(tmp.path(), "wgpu-f16", wgpu_default(tmp.path(), &f16).unwrap());
         let (first, last) = first_and_last_loss(&tmp.path().join("wgpu-f16"), 4);
         eprintln!("wgpu f16: {} steps, loss {first:.3} -> {last:.3}, loss scale {:?}", s.steps, s.loss_scale);
