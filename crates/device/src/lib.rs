@@ -76,8 +76,14 @@ pub fn resolve_with(spec: &DeviceSpec, policy: &SelectionPolicy, inventory: &Inv
     Ok(SelectedDevice { device, selection })
 }
 
-/// The Burn device for a selected target.
+/// The Burn device for a selected target. A GPU-class target also sets cubecl's settings for
+/// the process if nothing did before ([`runtime::configure`] with its defaults: the per-user
+/// kernel cache), so a library user's process compiles and tunes a kernel once, across runs and
+/// processes, as the programs do; a program that configured cubecl first keeps its settings.
 pub fn dispatch_device(target: &Target) -> Result<DispatchDevice> {
+    if !matches!(target, Target::Cpu) {
+        configure_gpu_runtime();
+    }
     match target {
         Target::Cpu => Ok(DispatchDevice::Flex(burn::backend::flex::FlexDevice)),
         #[cfg(feature = "cuda")]
@@ -98,6 +104,17 @@ pub fn dispatch_device(target: &Target) -> Result<DispatchDevice> {
         }
         #[cfg(not(feature = "wgpu"))]
         Target::Wgpu { .. } => Err(DeviceError::NotCompiled { backend: "wgpu" }),
+    }
+}
+
+/// [`runtime::configure`] with the defaults unless it ran; its warning (an unusable or repaired
+/// cache) goes to the log.
+fn configure_gpu_runtime() {
+    if runtime::setup().is_some() {
+        return;
+    }
+    if let Some(w) = &runtime::configure(None, None).warning {
+        tracing::warn!("{w}");
     }
 }
 

@@ -5,8 +5,10 @@
 //! first GPU-class client starts, from a `cubecl.toml` it finds above the working directory, and
 //! panics on a malformed one; its autotune results go to the `target/` directory of the nearest
 //! `Cargo.toml` above the working directory, so runs started from different directories tune the
-//! same kernels again. The binaries call [`configure`] first, so every run of a user shares one
-//! cache directory (printed by the trainer) and no file in the working directory is read;
+//! same kernels again. The binaries call [`configure`] first, and [`crate::dispatch_device`]
+//! calls it with the defaults for a GPU-class device where nothing did (a library user's
+//! process, the in-process tests), so every run of a user shares one cache directory (printed by
+//! the trainer) and no file in the working directory is read;
 //! cubecl's environment variables (`CUBECL_DEBUG_LOG=stderr`, `CUBECL_AUTOTUNE_LEVEL`) still apply.
 //!
 //! Architecture Invariant: the settings are set once per process, before any device is used;
