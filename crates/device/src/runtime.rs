@@ -94,7 +94,7 @@ fn apply(cache_dir: Option<PathBuf>, count_log: Option<&Path>) -> RuntimeSetup {
     if let Some(dir) = &cache_dir {
         // cubecl adds `autotune/<its version>/` below the root.
         cfg.autotune.cache = CacheConfig::File(dir.clone());
-        let kernels = dir.join(concat!("kernels-", env!("CARGO_PKG_VERSION")));
+        let kernels = dir.join(crate::kernel_cache::KERNELS_DIR);
         cfg.compilation.cache = Some(CacheConfig::File(kernels));
     }
     if let Some(log) = count_log {

@@ -1,4 +1,4 @@
-//! Repair of the persistent autotune results in the kernel cache ([`crate::runtime`]).
+//! Repair of the persistent autotune results in the kernel cache.
 //!
 //! cubecl appends one JSON entry per line to `autotune/<cubecl version>/<device>/*.json.log` and
 //! reads them back at start. An entry it cannot parse (a torn write, a damaged disk, a file
@@ -7,6 +7,8 @@
 //! entries that parse, drops the rest, and says so: those kernels are tuned again.
 
 use std::path::{Path, PathBuf};
+
+use super::lines;
 
 /// Result files larger than this are left alone (cubecl's own are kilobytes to a megabyte).
 const MAX_FILE_BYTES: u64 = 256 << 20;
@@ -17,7 +19,7 @@ const MAX_DEPTH: usize = 4;
 /// Drop the damaged entries of every autotune result file under `cache_dir/autotune`, rewriting
 /// each damaged file through a temporary file and a rename. Returns one message per file that
 /// was repaired or could not be read, naming it and what was found.
-pub fn repair(cache_dir: &Path) -> Vec<String> {
+pub(super) fn repair(cache_dir: &Path) -> Vec<String> {
     let mut files = Vec::new();
     collect(&cache_dir.join("autotune"), MAX_DEPTH, &mut files);
     files.sort();
@@ -50,50 +52,15 @@ fn repair_file(file: &Path) -> Option<String> {
         Ok(b) => b,
         Err(e) => return Some(format!("kernel cache: {} could not be read ({e})", file.display())),
     };
-    let (kept, dropped) = split(&bytes);
+    let (kept, dropped) = lines::split(&bytes, |_| true);
     if dropped == 0 {
         return None;
     }
     let what = format!("{dropped} damaged autotune entr{}", if dropped == 1 { "y" } else { "ies" });
-    match rewrite(file, &kept) {
+    match super::replace_file(file, &kept) {
         Ok(()) => Some(format!("kernel cache: dropped {what} from {} (those kernels are tuned again)", file.display())),
         Err(e) => Some(format!("kernel cache: {} has {what} and could not be rewritten ({e})", file.display())),
     }
-}
-
-/// The entries of a result file that parse (each with its newline), and how many did not
-/// (blank lines are dropped without counting). A last line without a newline is a torn write:
-/// dropped.
-fn split(bytes: &[u8]) -> (Vec<u8>, usize) {
-    let mut kept = Vec::with_capacity(bytes.len());
-    let mut dropped = 0;
-    for line in bytes.split_inclusive(|&b| b == b'\n') {
-        let body = line.strip_suffix(b"\n");
-        match body {
-            Some(body) if is_entry(body) => kept.extend_from_slice(line),
-            _ if line.iter().all(u8::is_ascii_whitespace) => {}
-            _ => dropped += 1,
-        }
-    }
-    (kept, dropped)
-}
-
-/// A line cubecl wrote: a JSON object with its `key` and `value`.
-fn is_entry(line: &[u8]) -> bool {
-    match serde_json::from_slice::<serde_json::Value>(line) {
-        Ok(serde_json::Value::Object(o)) => o.contains_key("key") && o.contains_key("value"),
-        _ => false,
-    }
-}
-
-fn rewrite(file: &Path, content: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = file.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(content)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(file).map_err(|e| e.error)?;
-    Ok(())
 }
 
 #[cfg(test)]
