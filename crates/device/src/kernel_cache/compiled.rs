@@ -174,14 +174,14 @@ struct Checked {
 /// unframed bytes end the walk and are dropped (a torn write or garbage).
 fn check(bytes: &[u8], sealed: &[Seal]) -> Checked {
     let mut out = Checked { kept: Vec::new(), damaged: 0, keys: Some(HashSet::new()) };
-    let keep = |out: &mut Checked, range: Range<usize>, entry: cbor::Entry| {
+    let keep = |out: &mut Checked, range: Range<usize>, crc: u32, entry: cbor::Entry| {
         match (&mut out.keys, entry.key_json) {
             (Some(keys), Some(key)) => {
                 keys.insert(key);
             }
             (keys, _) => *keys = None,
         }
-        out.kept.push(Seal { crc: crc32fast::hash(&bytes[range.clone()]), range });
+        out.kept.push(Seal { range, crc });
     };
     let mut pos = 0;
     for seal in sealed {
@@ -191,7 +191,7 @@ fn check(bytes: &[u8], sealed: &[Seal]) -> Checked {
         let item = &bytes[seal.range.clone()];
         match cbor::entry(item) {
             Some(entry) if entry.len == item.len() && crc32fast::hash(item) == seal.crc => {
-                keep(&mut out, seal.range.clone(), entry)
+                keep(&mut out, seal.range.clone(), seal.crc, entry)
             }
             _ => out.damaged += 1,
         }
@@ -204,7 +204,8 @@ fn check(bytes: &[u8], sealed: &[Seal]) -> Checked {
         };
         let range = pos..pos + entry.len;
         pos = range.end;
-        keep(&mut out, range, entry);
+        let crc = crc32fast::hash(&bytes[range.clone()]);
+        keep(&mut out, range, crc, entry);
     }
     out
 }
@@ -359,7 +360,7 @@ mod tests {
         assert_eq!(std::fs::read_to_string(dir.join("chunk0.cbor.sums")).unwrap().lines().count(), 2);
 
         // A seal that does not match the chunk at all (another chunk's): every entry is checked
-        // against it, fails, and goes; the chunk is then empty and sealed empty.
+        // against it, fails, and goes; the entry after it is framed and kept.
         std::fs::write(dir.join("chunk0.cbor.sums"), format!("0 {} 00000000\n", entries[0].0.len())).unwrap();
         let messages = repair(tmp.path());
         assert!(messages[0].contains("dropped 1 damaged compiled kernel"), "{messages:?}");
