@@ -26,13 +26,34 @@ pub fn repair(cache_dir: &Path) -> Vec<String> {
 }
 
 /// Replace `file` by `content` through a temporary file in its directory and a rename, so a
-/// reader sees the old file or the new one, never a part.
+/// reader sees the old file or the new one, never a part. The new file keeps the old one's
+/// permissions (a temporary file is only readable by its owner).
 fn replace_file(file: &Path, content: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let dir = file.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    if let Ok(old) = std::fs::metadata(file) {
+        tmp.as_file().set_permissions(old.permissions())?;
+    }
     tmp.write_all(content)?;
     tmp.as_file().sync_all()?;
     tmp.persist(file).map_err(|e| e.error)?;
     Ok(())
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_replaced_file_keeps_its_permissions() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("chunk0.cbor");
+        std::fs::write(&file, b"old").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        replace_file(&file, b"new").unwrap();
+        assert_eq!(std::fs::read(&file).unwrap(), b"new");
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o644);
+    }
 }
