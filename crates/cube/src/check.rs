@@ -215,17 +215,20 @@ fn self_test(device: &DispatchDevice, dtype: DType) -> Result<(), String> {
         expect("inference conv block", y, &want)?;
     }
 
-    // Three parts gathered into 512 elements, row-major whatever their rank or strides: 1, 2 at
-    // 0; the 2 x 2 matrix 3, 4 / 5, 6 at 256; the transpose of 7, 8 / 9, 10 at 300; zeros
-    // elsewhere.
+    // Four parts gathered into 512 elements, row-major whatever their rank or strides: 1, 2 at
+    // 0; the 2 x 2 matrix 3, 4 / 5, 6 at 256; the transpose of 7, 8 / 9, 10 at 300; the first
+    // two columns of 11, 12, .. / 141, 142, .. (rows of 130: padded rows, as CUDA lays out a
+    // new matrix) at 310; zeros elsewhere.
     let p1 = tensor(vec![1.0, 2.0], [2], device, dtype);
     let p2 = tensor(vec![3.0, 4.0, 5.0, 6.0], [2, 2], device, dtype);
     let p3 = tensor(vec![7.0, 8.0, 9.0, 10.0], [2, 2], device, dtype).swap_dims(0, 1);
+    let p4 = tensor((0..260).map(|i| 11.0 + i as f32).collect(), [2, 130], device, dtype).narrow(1, 0, 2);
     let mut want = vec![0.0; 512];
     want[..2].copy_from_slice(&[1.0, 2.0]);
     want[256..260].copy_from_slice(&[3.0, 4.0, 5.0, 6.0]);
     want[300..304].copy_from_slice(&[7.0, 9.0, 8.0, 10.0]);
-    let parts = vec![(0, prim(&p1)), (256, prim(&p2)), (300, prim(&p3))];
+    want[310..314].copy_from_slice(&[11.0, 12.0, 141.0, 142.0]);
+    let parts = vec![(0, prim(&p1)), (256, prim(&p2)), (300, prim(&p3)), (310, prim(&p4))];
     expect("assemble", crate::assemble(parts, 512).ok(), &want)?;
 
     // ECA of ones over 2 samples x 4 frames x 40 channels, frame weights 1/4 and a zero 3-tap

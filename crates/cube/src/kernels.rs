@@ -12,6 +12,7 @@ use burn_cubecl::tensor::CubeTensor;
 use burn_cubecl::CubeRuntime;
 use burn_dispatch::cube_ops::CubeFloatOps;
 use cubecl::prelude::*;
+use cubecl::zspace::metadata::Metadata;
 use cubecl::{calculate_cube_count_elemwise, CubeCount, CubeDim};
 
 /// Channels per cube in the per-channel reductions (adjacent units read adjacent channels, so
@@ -682,7 +683,14 @@ fn silu_grad(v: f32, g: f32) -> f32 {
     g * s * (1.0f32 + v * (1.0f32 - s))
 }
 
-/// SiLU, `x * sigmoid(x)`, of each element of a contiguous `x` (in f32).
+/// Where element `pos` (in row-major order) of a `[rows, C]` tensor is, through its strides.
+#[cube]
+fn row_major<F: Float>(t: &Tensor<F>, pos: usize) -> usize {
+    let width = t.shape(1);
+    (pos / width) * t.stride(0) + (pos % width) * t.stride(1)
+}
+
+/// SiLU, `x * sigmoid(x)`, of each element of `x [rows, C]` (in f32) into a contiguous `out`.
 #[cube(launch)]
 fn silu_kernel<F: Float>(
     x: &Tensor<F>,
@@ -693,12 +701,12 @@ fn silu_kernel<F: Float>(
     if ABSOLUTE_POS >= out.len() {
         terminate!();
     }
-    let v = f32::cast_from(x[ABSOLUTE_POS]);
+    let v = f32::cast_from(x[row_major(x, ABSOLUTE_POS)]);
     out[ABSOLUTE_POS] = F::cast_from(silu_of(v));
 }
 
-/// SiLU's gradient, `grad * s * (1 + x * (1 - s))` with `s = sigmoid(x)`, of contiguous `x` and
-/// `grad` (in f32).
+/// SiLU's gradient, `grad * s * (1 + x * (1 - s))` with `s = sigmoid(x)`, of `x` and `grad`
+/// (`[rows, C]` each, in f32) into a contiguous `out`.
 #[cube(launch)]
 fn silu_backward_kernel<F: Float>(
     x: &Tensor<F>,
@@ -710,8 +718,8 @@ fn silu_backward_kernel<F: Float>(
     if ABSOLUTE_POS >= out.len() {
         terminate!();
     }
-    let v = f32::cast_from(x[ABSOLUTE_POS]);
-    out[ABSOLUTE_POS] = F::cast_from(silu_grad(v, f32::cast_from(grad[ABSOLUTE_POS])));
+    let v = f32::cast_from(x[row_major(x, ABSOLUTE_POS)]);
+    out[ABSOLUTE_POS] = F::cast_from(silu_grad(v, f32::cast_from(grad[row_major(grad, ABSOLUTE_POS)])));
 }
 
 /// One AdamW step over flat f32 buffers, each element on its own unit, that first decides on
@@ -1537,13 +1545,13 @@ fn view_of<R: CubeRuntime>(flat: &CubeTensor<R>, window: &Window) -> CubeTensor<
 /// Parts written per launch of [`assemble_kernel`].
 pub(crate) const GROUP: usize = 8;
 
-/// `part`'s element at flat position `pos` if the part (contiguous, at `offset`, `len` long)
-/// covers it, else `value`.
+/// `part`'s element at flat position `pos` if the part (`[rows, C]` through its strides, at
+/// `offset`, `len` long) covers it, else `value`.
 #[cube]
 fn pick<F: Float>(part: &Tensor<F>, pos: usize, offset: usize, len: usize, value: F) -> F {
     let mut out = value;
     if pos >= offset && pos < offset + len {
-        out = part[pos - offset];
+        out = part[row_major(part, pos - offset)];
     }
     out
 }
@@ -1596,16 +1604,15 @@ pub(crate) struct Layout {
 
 /// One flat buffer of `layout.len` elements with each part's elements (row-major, whatever its
 /// rank) at its offset and zeros elsewhere, in one launch per [`GROUP`] parts (a part's launch
-/// also writes the zeros between it and the next part, the first's those before it). A strided
-/// part is made contiguous first (one copy; gradients rarely are).
+/// also writes the zeros between it and the next part, the first's those before it). Each part
+/// is read as rows ([`as_rows`]): contiguous or padded rows (CUDA lays out a new matrix with
+/// its rows aligned, so most weight gradients arrive padded there) and any 2-D layout are read
+/// in place; a part whose leading axes do not collapse is copied first (one launch).
 pub(crate) fn assemble<R: CubeRuntime>(parts: Vec<CubeTensor<R>>, layout: &Layout) -> Vec<CubeTensor<R>> {
     let flat = empty(&parts[0], Shape::new([layout.len]));
     let dtype = storage(flat.dtype);
-    let parts: Vec<CubeTensor<R>> = parts
-        .into_iter()
-        .map(|p| if p.is_contiguous() { p } else { burn_cubecl::kernel::into_contiguous(p) })
-        .collect();
     let lens: Vec<usize> = parts.iter().map(|p| p.meta.shape().num_elements()).collect();
+    let parts: Vec<CubeTensor<R>> = parts.into_iter().map(as_rows).collect();
     let parts: Vec<(usize, usize, CubeTensor<R>)> =
         layout.offsets.iter().zip(&lens).zip(parts).map(|((&o, &n), p)| (o, n, p)).collect();
     let groups: Vec<_> = parts.chunks(GROUP).collect();
@@ -1663,14 +1670,49 @@ fn empty<R: CubeRuntime>(like: &CubeTensor<R>, shape: Shape) -> CubeTensor<R> {
     empty_device_contiguous_dtype(like.client.clone(), like.device.clone(), shape, like.dtype)
 }
 
-/// `x [.., C]` as `[rows, C]`: a view when its leading axes are laid out as rows (a copy
-/// otherwise). The per-channel kernels index `[rows, C]` and write contiguous outputs, so an
-/// output of `x`'s own shape needs no reshape.
-fn as_rows<R: CubeRuntime>(x: CubeTensor<R>) -> CubeTensor<R> {
-    let shape = x.meta.shape();
+/// `x [.., C]` as `[rows, C]`: a view whenever its leading axes collapse into one axis of rows
+/// ([`row_stride`]: contiguous, or rows padded to an alignment as CUDA's allocator lays out a new
+/// tensor, or any 2-D layout), a copy otherwise. Burn's own reshape copies padded rows. The
+/// kernels index `[rows, C]` through its strides and write contiguous outputs, so an output of
+/// `x`'s own shape needs no reshape.
+fn as_rows<R: CubeRuntime>(mut x: CubeTensor<R>) -> CubeTensor<R> {
+    let shape = x.meta.shape().clone();
     let channels = shape[shape.num_dims() - 1];
     let rows = shape.num_elements().checked_div(channels).unwrap_or(0);
-    burn_cubecl::ops::reshape(x, Shape::new([rows, channels]))
+    match row_stride(&shape, x.meta.strides()) {
+        Some(stride) => {
+            let channel_stride = x.meta.strides()[shape.num_dims() - 1];
+            *x.meta = Metadata::new(Shape::new([rows, channels]), [stride, channel_stride]);
+            x
+        }
+        None => burn_cubecl::ops::reshape(x, Shape::new([rows, channels])),
+    }
+}
+
+/// The stride between consecutive rows of a tensor `[.., C]` whose leading axes, flattened in
+/// row-major order, are one axis of rows in memory (each axis of more than one element steps by
+/// the next one's extent times its stride), or `None` when they are not (a transposed leading
+/// axis): a contiguous tensor's is `C` times the channel stride, and a tensor whose rows are
+/// padded (`[.., C]` with row stride `P > C`) has `P`. Leading axes of one element have no say;
+/// with no row beyond the first the stride is `C` times the channel stride.
+pub(crate) fn row_stride(shape: &[usize], strides: &[usize]) -> Option<usize> {
+    let rank = shape.len();
+    if rank == 0 || strides.len() != rank {
+        return None;
+    }
+    let mut rows = (0..rank - 1).rev().filter(|&i| shape[i] > 1);
+    let Some(inner) = rows.next() else {
+        return Some(shape[rank - 1] * strides[rank - 1]);
+    };
+    let mut extent = strides[inner] * shape[inner];
+    for i in rows {
+        // Axes between `i` and the last counted one have one element each.
+        if strides[i] != extent {
+            return None;
+        }
+        extent = strides[i] * shape[i];
+    }
+    Some(strides[inner])
 }
 
 fn dims<R: CubeRuntime, const D: usize>(t: &CubeTensor<R>) -> [usize; D] {
@@ -1814,11 +1856,12 @@ fn contiguous<R: CubeRuntime>(x: CubeTensor<R>) -> CubeTensor<R> {
     }
 }
 
-/// SiLU of `x` at any rank -> `x`'s shape.
+/// SiLU of `x` at any rank -> `x`'s shape (read as rows, [`as_rows`]).
 pub(crate) fn silu<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, _: &()) -> Vec<CubeTensor<R>> {
     let [x] = take(inputs);
-    let x = contiguous(x);
-    let y = empty(&x, x.meta.shape().clone());
+    let shape = x.meta.shape().clone();
+    let x = as_rows(x);
+    let y = empty(&x, shape);
     let (count, cube_dim) = units_for(&y.client, y.meta.shape().num_elements());
     let dtype = storage(y.dtype);
     silu_kernel::launch::<R>(
@@ -1833,11 +1876,13 @@ pub(crate) fn silu<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, _: &()) -> Vec<Cu
     vec![y]
 }
 
-/// Gradient of [`silu`] with respect to `x`, from `x` and the output gradient (same shape).
+/// Gradient of [`silu`] with respect to `x`, from `x` and the output gradient (same shape; each
+/// read as rows).
 pub(crate) fn silu_backward<R: CubeRuntime>(inputs: Vec<CubeTensor<R>>, _: &()) -> Vec<CubeTensor<R>> {
     let [x, g] = take(inputs);
-    let (x, g) = (contiguous(x), contiguous(g));
-    let gx = empty(&x, x.meta.shape().clone());
+    let shape = x.meta.shape().clone();
+    let (x, g) = (as_rows(x), as_rows(g));
+    let gx = empty(&x, shape);
     let (count, cube_dim) = units_for(&gx.client, gx.meta.shape().num_elements());
     let dtype = storage(gx.dtype);
     silu_backward_kernel::launch::<R>(

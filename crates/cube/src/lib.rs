@@ -823,6 +823,31 @@ fn warn_once(op: &str, why: &str) {
 
 #[cfg(test)]
 mod tests {
+    use crate::kernels::row_stride;
+
+    /// A kernel reads a tensor `[.., C]` in place as rows when its leading axes collapse into one
+    /// (contiguous, or with its rows padded as CUDA's allocator lays out a new tensor whose rows
+    /// are not a multiple of 512 bytes); a transposed leading axis does not, and is copied.
+    #[test]
+    fn row_stride_reads_contiguous_and_padded_rows_and_refuses_transposed_leading_axes() {
+        assert_eq!(row_stride(&[3, 4], &[4, 1]), Some(4));
+        assert_eq!(row_stride(&[2, 3, 4], &[12, 4, 1]), Some(4));
+        // [rows, 192] f32 on CUDA: 768-byte rows padded to 1024.
+        assert_eq!(row_stride(&[64, 192], &[256, 1]), Some(256));
+        assert_eq!(row_stride(&[8, 16, 192], &[4096, 256, 1]), Some(256));
+        // A 2-D tensor is rows whatever its strides (a transposed matrix too).
+        assert_eq!(row_stride(&[4, 3], &[1, 4]), Some(1));
+        // Axes of one element have no say; a single row steps by its width.
+        assert_eq!(row_stride(&[2, 1, 4], &[9, 77, 1]), Some(9));
+        assert_eq!(row_stride(&[1, 1, 5], &[3, 3, 1]), Some(5));
+        assert_eq!(row_stride(&[7], &[1]), Some(7));
+        // [B, T, C] seen through a transpose of [B, C, T]: the frames do not follow the samples.
+        assert_eq!(row_stride(&[2, 5, 3], &[15, 1, 5]), None);
+        // Padded rows whose outer axis skips more than its rows span.
+        assert_eq!(row_stride(&[2, 3, 4], &[40, 8, 1]), None);
+        assert_eq!(row_stride(&[], &[]), None);
+    }
+
     /// cubecl's persistent caches key a compiled kernel by its type, launch settings and
     /// compile-time arguments, not its code: every launched kernel takes the hash of its source
     /// file (`kernels::REVISION`) as one, so a changed kernel is compiled again, never served

@@ -1132,7 +1132,7 @@ mod slow {
     /// values and gradients of the causal depthwise conv, the BatchNorm statistics, backward and
     /// running statistics (on rows and on `[B, T, C]` itself), BatchNorm in inference alone and
     /// with a conv block's SiLU and conv (`conv_block_eval`), and the optimizer's parameter
-    /// views, on contiguous and strided (transposed) inputs, channel counts that do not fill a
+    /// views, on contiguous, strided (transposed) and padded-row inputs, channel counts that do not fill a
     /// cube, sequences shorter than the kernel, in f32 and (where the adapter has it) f16. Each
     /// entry point is asserted to run (not fall back) on the device.
     #[test]
@@ -1190,6 +1190,42 @@ mod slow {
                     &values(reference::silu_backward(x32.clone(), g32.clone())),
                     tol,
                 );
+                // The same on padded rows (the first C columns of rows of C + 128, as CUDA lays
+                // out a new matrix whose rows are not a multiple of 512 bytes), read in place,
+                // and on `[B, T, C]` over such rows: the values of the contiguous input.
+                let padded = |v: &Tensor<B, 3>| {
+                    let rows = v.clone().reshape([b * t, c]);
+                    Tensor::cat(vec![rows, Tensor::<B, 2>::zeros([b * t, 128], &gpu).cast(dtype)], 1).narrow(1, 0, c)
+                };
+                let (xp, gp) = (padded(&x), padded(&g));
+                let want = values(reference::silu(x32.clone()));
+                close(
+                    &format!("{name} silu padded"),
+                    &values(wrap2(cube::silu(prim2(&xp)).expect("runs"))),
+                    &want,
+                    tol,
+                );
+                let xp3 = xp.clone().reshape([b, t, c]);
+                close(
+                    &format!("{name} silu padded [B, T, C]"),
+                    &values(wrap3(cube::silu(prim(&xp3)).expect("runs"))),
+                    &want,
+                    tol,
+                );
+                let want = values(reference::silu_backward(x32.clone(), g32.clone()));
+                let gx = wrap2(cube::silu_backward(prim2(&xp), prim2(&gp)).expect("runs on WGPU"));
+                close(&format!("{name} silu dx padded"), &values(gx), &want, tol);
+                let stats = wrap2(cube::channel_stats(prim(&xp3)).expect("stats run on WGPU"));
+                let want = values(reference::channel_stats(x.clone().reshape([b * t, c])));
+                close(&format!("{name} stats padded [B, T, C]"), &values(stats), &want, tol);
+                // The optimizer's flat gradient from such parts (and the contiguous g after one),
+                // each at its offset, zeros between.
+                let flat = cube::assemble(vec![(3, prim2(&xp)), (b * t * c + 10, prim(&g))], 2 * b * t * c + 20)
+                    .unwrap_or_else(|_| panic!("{name}: assemble runs on WGPU"));
+                let mut want = vec![0.0; 2 * b * t * c + 20];
+                want[3..3 + b * t * c].copy_from_slice(&values(x.clone()));
+                want[b * t * c + 10..2 * b * t * c + 10].copy_from_slice(&values(g.clone()));
+                close(&format!("{name} assemble padded"), &values(wrap1(flat)), &want, 0.0);
                 // The conv of SiLU of x in one kernel each way, against SiLU and the conv's
                 // reference ops in f32 (the kernels round once, the ops at each op).
                 let w32 = w.clone().cast(FloatDType::F32);
