@@ -32,6 +32,7 @@ pub mod runtime;
 pub mod select;
 /// Device specs (`auto`, `cpu`, `cuda:N`, `wgpu:N`).
 pub mod spec;
+pub mod thread_cpu;
 
 pub use burn::DispatchDevice;
 pub use candidates::{candidates, Choose};

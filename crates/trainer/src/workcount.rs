@@ -16,6 +16,7 @@ use burn::module::{AutodiffModule, Module};
 use burn::prelude::Backend;
 use burn::tensor::{Bool, Tensor, TensorData};
 use device::counters::{WorkCounter, WorkCounts};
+use device::thread_cpu::ThreadCpu;
 use models::precision::{ComputeModel, Materialize};
 use models::SignModel;
 use serde::Serialize;
@@ -79,6 +80,13 @@ pub struct CountReport {
     pub first_step_s: f64,
     /// Median host time of a counted step: until the step function returns, waits included, ms.
     pub host_ms_per_step: f64,
+    /// CPU time per counted step of each of the process's threads, by thread name, most first
+    /// (ms; Linux): the caller's (named after the program), Burn fusion's device thread and
+    /// cubecl's compute server, whose launches a software adapter also runs. A thread waiting
+    /// on cubecl's device channel is charged too (it spins, then yields, before it sleeps), so
+    /// this bounds each thread's work from above: a thread charged well under the step's wall
+    /// time is not the one a host-bound step waits for. Empty where not measured.
+    pub thread_cpu_ms_per_step: Vec<(String, f64)>,
     /// Launches per step by kernel name, most first.
     pub kernels: Vec<(String, f64)>,
     /// The update's launches (of the extra step) by kernel name, most first.
@@ -119,8 +127,7 @@ impl CountReport {
              per step: {:.0} kernel launches ({} forward and backward + {} update in one more step split by a sync), {:.0} host waits \
              ({:.0} reads, {:.0} syncs, {:.0} re-seeds), host time {:.1} ms\n\
              fusion: {:.0} operations registered ({:.0} of them tensor drops), {:.0} plans run\n\
-             kernels compiled: {} in the {} warm-up steps (first step {:.1} s), {} in the counted steps\n\
-             most launched kernels (per step):\n",
+             kernels compiled: {} in the {} warm-up steps (first step {:.1} s), {} in the counted steps\n",
             self.model,
             self.device,
             self.precision,
@@ -143,6 +150,17 @@ impl CountReport {
             self.first_step_s,
             self.compiled_in_counted,
         );
+        if !self.thread_cpu_ms_per_step.is_empty() {
+            let threads: Vec<String> = self
+                .thread_cpu_ms_per_step
+                .iter()
+                .filter(|(_, ms)| *ms >= 0.01)
+                .take(6)
+                .map(|(name, ms)| format!("{name} {ms:.2}"))
+                .collect();
+            s.push_str(&format!("host CPU per step by thread, ms: {}\n", threads.join(", ")));
+        }
+        s.push_str("most launched kernels (per step):\n");
         for (name, n) in self.kernels.iter().take(12) {
             s.push_str(&format!("  {n:>7.1}  {name}\n"));
         }
@@ -195,7 +213,7 @@ pub fn count(
     let base = StepSettings::timing(precision.float_dtype(), cfg.optimizer.clip_grad_norm);
     device::memory::sync(device);
     let start = read()?;
-    let Steps { model, pending, warm, after, first_step_s, mut host_ms } =
+    let Steps { model, pending, warm, after, first_step_s, mut host_ms, thread_cpu } =
         run_steps(device, model, &mut optim, &objective, &base, &batch, opts.steps, cfg.training.seed, &read)?;
     let counted = after.clone() - warm.clone();
     let (model, split, forward_backward, update) =
@@ -235,6 +253,7 @@ pub fn count(
         compiled_in_counted: counted.compilations,
         first_step_s,
         host_ms_per_step: host_ms.get(host_ms.len() / 2).copied().unwrap_or(f64::NAN),
+        thread_cpu_ms_per_step: thread_cpu.into_iter().map(|(name, d)| (name, d.as_secs_f64() * 1e3 / n)).collect(),
         launches_forward_backward: forward_backward.launches,
         launches_update: update.launches,
         update_kernels: update.top_kernels(usize::MAX).into_iter().map(|(k, c)| (k.to_string(), c)).collect(),
@@ -335,6 +354,8 @@ struct Steps {
     first_step_s: f64,
     /// The host time each counted step took to issue (ms).
     host_ms: Vec<f64>,
+    /// CPU time of each thread (by name) over the counted steps, until the device finished them.
+    thread_cpu: Vec<(String, std::time::Duration)>,
 }
 
 /// [`WARM_UP`] steps, then `steps` counted ones, queued as the loop queues them (seeded at the
@@ -355,6 +376,7 @@ fn run_steps(
     let mut host_ms = Vec::with_capacity(steps);
     let mut warm = WorkCounts::default();
     let mut pending = Vec::with_capacity(WARM_UP + steps);
+    let mut cpu_warm = ThreadCpu::default();
     for i in 0..WARM_UP + steps {
         let t0 = Instant::now();
         let mut prof = Profiler::new(false);
@@ -373,9 +395,11 @@ fn run_steps(
         if i + 1 == WARM_UP {
             device::memory::sync(device);
             warm = read()?;
+            cpu_warm = ThreadCpu::now();
         }
     }
     device::memory::sync(device);
+    let thread_cpu = ThreadCpu::now().since(&cpu_warm);
     let after = read()?;
-    Ok(Steps { model, pending, warm, after, first_step_s, host_ms })
+    Ok(Steps { model, pending, warm, after, first_step_s, host_ms, thread_cpu })
 }
