@@ -73,8 +73,8 @@ fn thread_clock(tid: i64) -> Option<Duration> {
 mod tests {
     use super::*;
 
-    /// A thread that spins for 50 ms shows (at least 20 ms of it, on a shared machine) under its name, and the
-    /// caller's own thread is seen too.
+    /// A thread that spins for 50 ms shows (at least 20 ms of it, on a shared machine) under
+    /// its name, and the caller's own thread is seen too.
     #[cfg(target_os = "linux")]
     #[test]
     fn a_busy_thread_is_charged_its_cpu_time_under_its_name() {

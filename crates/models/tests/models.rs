@@ -1132,9 +1132,9 @@ mod slow {
     /// values and gradients of the causal depthwise conv, the BatchNorm statistics, backward and
     /// running statistics (on rows and on `[B, T, C]` itself), BatchNorm in inference alone and
     /// with a conv block's SiLU and conv (`conv_block_eval`), and the optimizer's parameter
-    /// views, on contiguous, strided (transposed) and padded-row inputs, channel counts that do not fill a
-    /// cube, sequences shorter than the kernel, in f32 and (where the adapter has it) f16. Each
-    /// entry point is asserted to run (not fall back) on the device.
+    /// views, on contiguous, strided (transposed) and padded-row inputs, channel counts that do
+    /// not fill a cube, sequences shorter than the kernel, in f32 and (where the adapter has it)
+    /// f16. Each entry point is asserted to run (not fall back) on the device.
     #[test]
     fn cube_kernels_on_wgpu_equal_the_reference_ops() {
         use burn::tensor::TensorPrimitive;
